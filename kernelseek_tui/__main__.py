@@ -1,0 +1,3 @@
+from kernelseek_tui.cli import main
+
+raise SystemExit(main())

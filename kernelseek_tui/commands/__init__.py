@@ -1,0 +1,1 @@
+"""One module per ``kernelseek`` subcommand; see ``kernelseek_tui.cli``."""

@@ -1,0 +1,128 @@
+"""What an evaluation returns: plain data, JSON round-trippable, no GPU imports.
+
+The verdict is "pass" only when every scenario that ran passed; "fail" when the candidate was
+judged and found wanting (wrong numbers, a forbidden include, a crash of the kernel); "error"
+when the harness itself could not judge (no GPU, the reference failed, a timeout of the harness).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal["pass", "fail", "error"]
+
+
+@dataclass(slots=True)
+class PeerTiming:
+    """One comparator's time on one scenario, measured in the same process and run."""
+
+    name: str
+    ms: float | None = None
+    tflops: float | None = None
+    absent: str | None = None  # why there is no number (not importable, unsupported shape)
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """The judgement of one scenario."""
+
+    name: str
+    set: str
+    fields: dict[str, Any]
+    passed: bool | None = None  # None: not reached (an earlier fatal error)
+    reasons: list[str] = field(default_factory=list)
+    max_error: float | None = None
+    tolerance: float | None = None
+    lse_error: float | None = None
+    ms: float | None = None
+    tflops: float | None = None
+    baseline_ms: float | None = None
+    speedup: float | None = None  # baseline_ms / ms
+    peers: dict[str, PeerTiming] = field(default_factory=dict)
+    timing_notes: list[str] = field(default_factory=list)
+
+    def ratio_to(self, peer: str) -> float | None:
+        """How much faster than the peer (>1 is faster), or None without both numbers."""
+        timing = self.peers.get(peer)
+        if self.ms is None or timing is None or timing.ms is None or self.ms <= 0:
+            return None
+        return timing.ms / self.ms
+
+
+@dataclass(slots=True)
+class EvalSummary:
+    passed: int = 0
+    total: int = 0
+    geomean_speedup: float | None = None
+    geomean_tflops: float | None = None
+    vs_peers: dict[str, float] = field(default_factory=dict)  # geomean of peer_ms / ms
+    absent_peers: dict[str, str] = field(default_factory=dict)
+    baseline_timing: str | None = None  # "same run", or where cached baseline times came from
+
+    @property
+    def vs_fa3(self) -> float | None:
+        return self.vs_peers.get("fa3")
+
+
+@dataclass(slots=True)
+class EvalResult:
+    eval_id: str
+    verdict: Verdict
+    reasons: list[str] = field(default_factory=list)
+    scenarios: list[ScenarioResult] = field(default_factory=list)
+    summary: EvalSummary = field(default_factory=EvalSummary)
+    source_sha256: str | None = None
+    task: str | None = None
+    sets: list[str] = field(default_factory=list)
+    seed: int | None = None
+    device: dict[str, Any] = field(default_factory=dict)  # index, name, uuid
+    build: dict[str, Any] = field(default_factory=dict)  # flags, cache hit, seconds
+    started_at: str | None = None
+    duration_s: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(asdict(self))
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        scenarios = []
+        for raw in data.get("scenarios", []):
+            raw = dict(raw)
+            raw["peers"] = {k: PeerTiming(**v) for k, v in raw.get("peers", {}).items()}
+            scenarios.append(ScenarioResult(**raw))
+        summary = EvalSummary(**data.get("summary", {}))
+        rest = {k: v for k, v in data.items() if k not in ("scenarios", "summary")}
+        return cls(scenarios=scenarios, summary=summary, **rest)
+
+    @classmethod
+    def from_json(cls, text: str) -> EvalResult:
+        return cls.from_dict(json.loads(text))
+
+
+def geomean(values: list[float]) -> float | None:
+    """Geometric mean of positive values; None for an empty list."""
+    positive = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not positive:
+        return None
+    return math.exp(sum(math.log(v) for v in positive) / len(positive))
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no inf or NaN: write them as strings so the output stays strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
