@@ -23,6 +23,7 @@ class PeerTiming:
     ms: float | None = None
     tflops: float | None = None
     absent: str | None = None  # why there is no number (not importable, unsupported shape)
+    notes: list[str] = field(default_factory=list)  # e.g. the peer's own output off tolerance
 
 
 @dataclass(slots=True)

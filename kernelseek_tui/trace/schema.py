@@ -146,7 +146,7 @@ class Event:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Event:
         """Build an event from a row dict; ``ts`` may be microseconds or a datetime."""
-        values = {k: row.get(k) for k in COLUMN_NAMES if k in row}
+        values: dict[str, Any] = {k: row.get(k) for k in COLUMN_NAMES if k in row}
         ts = values.get("ts")
         if isinstance(ts, datetime):
             values["ts"] = int(ts.timestamp() * 1_000_000)

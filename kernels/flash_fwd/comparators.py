@@ -1,0 +1,68 @@
+"""Peers for flash_fwd, timed by the harness in the same process and run as the candidate.
+
+``prepare(name, tensors, fields, floats)`` gets the inputs as torch tensors (shared with the
+candidate's buffers through DLPack) and returns either a callable that runs the peer once and
+returns its outputs by name, or a string saying why the peer is absent for this scenario.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def prepare(
+    name: str, tensors: dict[str, Any], fields: dict[str, int], floats: dict[str, float]
+) -> Callable[[], dict[str, Any]] | str:
+    if name == "fa3":
+        return _fa3(tensors, fields, floats)
+    if name == "cudnn":
+        return _cudnn(tensors, fields, floats)
+    return f"unknown comparator {name!r}"
+
+
+def _fa3(tensors: dict[str, Any], fields: dict[str, int], floats: dict[str, float]):
+    try:
+        import fa3_fwd_config
+
+        # The wheel's interface module imports its config under the upstream name.
+        sys.modules.setdefault("flash_attn_config", fa3_fwd_config)
+        from fa3_fwd_interface import flash_attn_func
+    except Exception as error:  # an absent or broken wheel: report it, never guess a number
+        return f"fa3_fwd not importable ({type(error).__name__}: {error})"
+    q, k, v = tensors["q"], tensors["k"], tensors["v"]
+    scale = floats["softmax_scale"]
+    causal = bool(fields["causal"])
+
+    def run() -> dict[str, Any]:
+        result = flash_attn_func(q, k, v, softmax_scale=scale, causal=causal, return_attn_probs=True)
+        out, lse = (result[0], result[1]) if isinstance(result, tuple) else (result, None)
+        return {"out": out, "lse": lse} if lse is not None else {"out": out}
+
+    return run
+
+
+def _cudnn(tensors: dict[str, Any], fields: dict[str, int], floats: dict[str, float]):
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.functional import scaled_dot_product_attention
+    except Exception as error:
+        return f"torch SDPA not importable ({type(error).__name__}: {error})"
+    if fields["causal"] and fields["seqlen_q"] != fields["seqlen_k"]:
+        return "cuDNN's causal mask is top-left aligned; compared only where seqlen_q == seqlen_k"
+    if fields["nheads"] != fields["nheads_kv"]:
+        return "compared on MHA shapes only (GQA through SDPA would time a K/V expansion)"
+    # SDPA wants (batch, heads, seqlen, headdim): transposed views, no copies.
+    q = tensors["q"].transpose(1, 2)
+    k = tensors["k"].transpose(1, 2)
+    v = tensors["v"].transpose(1, 2)
+    scale = floats["softmax_scale"]
+    causal = bool(fields["causal"])
+
+    def run() -> dict[str, Any]:
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            out = scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+        return {"out": out.transpose(1, 2)}
+
+    return run

@@ -1,0 +1,362 @@
+"""``evaluate()``: the judge's front door. Checks and builds here, runs the GPU work in a worker.
+
+The static checks and the build need no GPU, so a forbidden include is reported as a ``fail``
+on any machine. Correctness and timing run in ``evaluate.worker``, a subprocess watched for a
+stall (no progress for ``stall_timeout_s``) and an overall timeout; a hung kernel, an illegal
+address or a segfault ends that evaluation with a named reason, and the next one starts fresh.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import random
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.build import build, cache_root
+from kernelseek_tui.evaluate.result import (
+    EvalResult,
+    PeerTiming,
+    ScenarioResult,
+    geomean,
+)
+from kernelseek_tui.scenarios import Scenario
+from kernelseek_tui.task import Task
+
+Progress = Callable[[str, int, int], None]  # (message, done, total)
+DEFAULT_STALL_TIMEOUT_S = 180.0
+
+
+@dataclass(slots=True)
+class _Planned:
+    scenario: Scenario
+    timed: bool
+
+    def request(self) -> dict[str, Any]:
+        s = self.scenario
+        return {"name": s.name, "set": s.set, "fields": s.fields, "timed": self.timed}
+
+
+def plan_scenarios(
+    task: Task,
+    *,
+    sets: list[str] | None,
+    scenarios_file: Path | None,
+    random_count: int | None,
+    seed: int,
+    timed: bool | None = None,
+) -> list[_Planned]:
+    """Which scenarios an evaluation runs: named sets, a user's file, and fresh random draws."""
+    planned: list[_Planned] = []
+    if scenarios_file is not None:
+        for scenario in task.load_scenarios(scenarios_file):
+            planned.append(_Planned(scenario, True if timed is None else timed))
+    names = list(task.objective_sets) if sets is None and scenarios_file is None else sets or []
+    for name in names:
+        is_timed = task.sets[name].timed if name in task.sets else False
+        for scenario in task.scenarios(name):
+            planned.append(_Planned(scenario, is_timed if timed is None else timed))
+    count = random_count
+    if count is None:
+        count = task.objective_random if sets is None and scenarios_file is None else 0
+    for scenario in task.draw_random(count, random.Random(seed)):
+        planned.append(_Planned(scenario, False))
+    return planned
+
+
+def evaluate(
+    task: Task,
+    source: Path,
+    *,
+    sets: list[str] | None = None,
+    scenarios_file: Path | None = None,
+    random_count: int | None = None,
+    seed: int | None = None,
+    device: int | None = None,
+    timeout_s: float | None = None,
+    stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
+    knobs: dict[str, int] | None = None,
+    baseline_cache: Path | None = None,
+    compare: bool = True,
+    timed: bool | None = None,
+    progress: Progress | None = None,
+) -> EvalResult:
+    """Judge ``source`` on the task's objective (or the named sets / file).
+
+    Never raises for a bad candidate: that is a ``fail`` verdict with reasons. Raises
+    KernelseekError only for a bad request (a missing source, an unknown set or knob).
+    """
+    started = time.monotonic()
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+    if not source.is_file():
+        raise KernelseekError(f"candidate source {str(source)!r} does not exist")
+    for name in sets or []:
+        task.scenarios(name)  # raises for an unknown set before any work
+    for name in knobs or {}:
+        task.knob(name)
+    planned = plan_scenarios(
+        task,
+        sets=sets,
+        scenarios_file=scenarios_file,
+        random_count=random_count,
+        seed=seed,
+        timed=timed,
+    )
+    text = source.read_text()
+    result = EvalResult(
+        eval_id=uuid.uuid4().hex[:12],
+        verdict="error",
+        source_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        task=task.name,
+        sets=sorted({p.scenario.set for p in planned}),
+        seed=seed,
+        started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        scenarios=[
+            ScenarioResult(name=p.scenario.name, set=p.scenario.set, fields=p.scenario.fields)
+            for p in planned
+        ],
+    )
+    notify = progress or (lambda message, done, total: None)
+    notify("building", 0, len(planned))
+    built = build(
+        text,
+        rule=task.dependency_rule,
+        extra_flags=task.nvcc_flags,
+        defines=knobs,
+        timeout_s=task.build_timeout_s,
+    )
+    result.build = built.info()
+    if not built.ok:
+        result.verdict = "fail"
+        result.reasons = built.reasons
+        return _finish(result, started)
+
+    baseline_text = task.source.read_text()
+    baseline_is_candidate = baseline_text == text and not knobs
+    baseline_library = None
+    baseline_key = built.key
+    if not baseline_is_candidate and any(p.timed for p in planned):
+        base = build(
+            baseline_text,
+            rule=task.dependency_rule,
+            extra_flags=task.nvcc_flags,
+            timeout_s=task.build_timeout_s,
+        )
+        if base.ok:
+            baseline_library, baseline_key = base.library, base.key
+        else:
+            result.summary.baseline_timing = "the starting kernel did not build: no speedups"
+
+    request = {
+        "task_dir": str(task.dir),
+        "candidate": str(built.library),
+        "baseline": str(baseline_library) if baseline_library else None,
+        "baseline_is_candidate": baseline_is_candidate,
+        "baseline_cache": str(baseline_cache or cache_root().parent / "baseline"),
+        "baseline_key": baseline_key,
+        "scenarios": [p.request() for p in planned],
+        "seed": seed,
+        "compare": compare,
+        "peers": list(task.comparators),
+    }
+    limit = timeout_s if timeout_s is not None else task.eval_timeout_s
+    harness_error = _run_worker(
+        request,
+        result,
+        device=device,
+        timeout_s=limit,
+        stall_timeout_s=stall_timeout_s,
+        notify=notify,
+    )
+    if baseline_is_candidate:
+        result.summary.baseline_timing = "the candidate is the starting kernel"
+    return _finish(result, started, harness_error=harness_error)
+
+
+def _run_worker(
+    request: dict[str, Any],
+    result: EvalResult,
+    *,
+    device: int | None,
+    timeout_s: float,
+    stall_timeout_s: float,
+    notify: Progress,
+) -> bool:
+    """Run the worker, filling ``result.scenarios``; True when the harness itself failed."""
+    env = dict(os.environ)
+    if device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(device)
+    env["PYTHONUNBUFFERED"] = "1"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernelseek_tui.evaluate.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,  # its own process group: a kill takes any children too
+    )
+    stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+    drain = threading.Thread(target=_drain, args=(process.stderr, stderr_tail), daemon=True)
+    drain.start()
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(request).encode())
+    process.stdin.close()
+
+    index_of = {s.name: i for i, s in enumerate(result.scenarios)}
+    total = len(result.scenarios)
+    done = 0
+    current: tuple[str, str] = ("", "setup")
+    finished = False
+    fatal: dict[str, Any] | None = None
+    deadline = time.monotonic() + timeout_s
+    last_heard = time.monotonic()
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    buffer = b""
+    stopped_for: str | None = None
+    while True:
+        now = time.monotonic()
+        if now > deadline:
+            stopped_for = f"timed out after {timeout_s:.0f} s"
+            break
+        if now - last_heard > stall_timeout_s:
+            stopped_for = f"no progress for {stall_timeout_s:.0f} s (a hung kernel?)"
+            break
+        if not selector.select(timeout=1.0):
+            if process.poll() is not None:
+                break
+            continue
+        chunk = os.read(process.stdout.fileno(), 1 << 16)
+        if not chunk:
+            break
+        last_heard = time.monotonic()
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            message = json.loads(line)
+            kind = message["type"]
+            if kind == "device":
+                result.device = {k: v for k, v in message.items() if k != "type"}
+            elif kind == "progress":
+                current = (message["scenario"], message["phase"])
+                if message["phase"] == "start":
+                    notify(f"{message['scenario']}", done, total)
+            elif kind == "scenario":
+                record = _scenario_from(message["result"])
+                record.baseline_ms = message.get("baseline_ms")
+                if record.baseline_ms and record.ms:
+                    record.speedup = record.baseline_ms / record.ms
+                result.scenarios[index_of[record.name]] = record
+                done += 1
+                notify(record.name, done, total)
+            elif kind == "fatal":
+                fatal = message
+            elif kind == "done":
+                finished = True
+    selector.close()
+    if stopped_for is not None:
+        _kill(process)
+    process.wait()
+    drain.join(timeout=2)
+
+    scenario_name, phase = current
+    if finished and fatal is None:
+        return False
+    if fatal is not None:
+        reason = fatal["reason"]
+        kind = fatal.get("kind", "error")
+    elif stopped_for is not None:
+        reason, kind = stopped_for, ("error" if phase == "reference" else "fail")
+    else:
+        code = process.returncode
+        signame = _signal_name(code)
+        reason = f"the worker died ({signame})" if signame else f"the worker exited {code}"
+        kind = "error" if phase in ("setup", "reference") else "fail"
+        tail = [line for line in stderr_tail if line.strip()][-3:]
+        if tail:
+            reason += ": " + " | ".join(tail)
+    where = f" in scenario {scenario_name} ({phase})" if scenario_name else f" ({phase})"
+    result.reasons.append(reason + where)
+    if scenario_name in index_of and kind == "fail":
+        stuck = result.scenarios[index_of[scenario_name]]
+        if stuck.passed is None:
+            stuck.passed = False
+            stuck.reasons.append(reason)
+    return kind == "error"
+
+
+def _scenario_from(raw: dict[str, Any]) -> ScenarioResult:
+    raw = dict(raw)
+    raw["peers"] = {k: PeerTiming(**v) for k, v in raw.get("peers", {}).items()}
+    return ScenarioResult(**raw)
+
+
+def _drain(stream: Any, tail: collections.deque[str]) -> None:
+    for raw in iter(stream.readline, b""):
+        tail.append(raw.decode(errors="replace").rstrip()[:300])
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it may have exited on its own
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _signal_name(code: int | None) -> str | None:
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _finish(result: EvalResult, started: float, *, harness_error: bool = False) -> EvalResult:
+    result.duration_s = round(time.monotonic() - started, 3)
+    ran = [s for s in result.scenarios if s.passed is not None]
+    failed = [s for s in result.scenarios if s.passed is False]
+    summary = result.summary
+    summary.total = len(result.scenarios)
+    summary.passed = sum(1 for s in result.scenarios if s.passed)
+    timed = [s for s in result.scenarios if s.ms is not None]
+    summary.geomean_speedup = geomean([s.speedup for s in timed if s.speedup])
+    summary.geomean_tflops = geomean([s.tflops for s in timed if s.tflops])
+    peers = sorted({name for s in timed for name in s.peers})
+    for name in peers:
+        ratios = [r for s in timed if (r := s.ratio_to(name)) is not None]
+        value = geomean(ratios)
+        if value is not None:
+            summary.vs_peers[name] = value
+        else:
+            reasons = {s.peers[name].absent for s in timed if s.peers.get(name)}
+            summary.absent_peers[name] = "; ".join(sorted(r for r in reasons if r)) or "no data"
+    if summary.baseline_timing is None and any(s.baseline_ms for s in timed):
+        summary.baseline_timing = "measured on this GPU (cached per GPU and starting kernel)"
+    if harness_error:
+        result.verdict = "error"
+    elif result.reasons or failed or len(ran) < len(result.scenarios):
+        result.verdict = "fail"
+    else:
+        result.verdict = "pass"
+    for scenario in failed[:5]:
+        for reason in scenario.reasons[:2]:
+            line = f"{scenario.name}: {reason}"
+            if line not in result.reasons:
+                result.reasons.append(line)
+    if len(failed) > 5:
+        result.reasons.append(f"... and {len(failed) - 5} more failing scenarios")
+    return result

@@ -1,0 +1,233 @@
+"""Static checks and the nvcc build of one candidate, cached by what determines the binary.
+
+Order matters: the source checks run first and need no compiler; the build compiles to an object
+whose undefined symbols are exactly what the candidate calls (the static CUDA runtime linked
+afterwards brings its own dlopen, which says nothing about the candidate); the linked library is
+then checked for what it exports and which shared libraries it needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from kernelseek_tui.task import DependencyRule
+
+BUILD_VERSION = "1"  # bump when the build recipe changes, so old cache entries are not reused
+BASE_FLAGS = (
+    "-O3",
+    "-shared",
+    "-Xcompiler",
+    "-fPIC",
+    "-gencode=arch=compute_90a,code=sm_90a",
+)
+CACHE_ENV = "KERNELSEEK_CACHE"
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+# Exported names that would interpose on the CUDA runtime/driver, the loader or libc's timers.
+_INTERPOSING = re.compile(r"^(cuda|cu[A-Z]|__cuda|nv|dl|clock_gettime|gettimeofday)")
+
+
+@dataclass(slots=True)
+class BuildResult:
+    ok: bool
+    library: Path | None = None
+    reasons: list[str] = field(default_factory=list)
+    cache_hit: bool = False
+    seconds: float = 0.0
+    key: str = ""
+    log: str = ""
+
+    def info(self) -> dict[str, object]:
+        return {"cache_hit": self.cache_hit, "seconds": round(self.seconds, 3), "key": self.key}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "kernelseek")) / "build"
+
+
+def strip_comments(source: str) -> str:
+    """The source without comments, lines kept, so words in comments never count."""
+    return _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), source)
+
+
+def static_check(source: str, rule: DependencyRule) -> list[str]:
+    """Reasons the source breaks the dependency rule, with line numbers; empty when clean."""
+    reasons = []
+    code = strip_comments(source)
+    for match in _INCLUDE.finditer(code):
+        header = match.group(2).strip()
+        line = code.count("\n", 0, match.start()) + 1
+        if header not in rule.allowed_includes:
+            reasons.append(f"line {line}: include {header!r} is outside the dependency rule")
+    for word in rule.forbidden_words:
+        pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9])", re.IGNORECASE)
+        for match in pattern.finditer(code):
+            line = code.count("\n", 0, match.start()) + 1
+            reasons.append(f"line {line}: forbidden dependency {word!r}")
+            break
+    return reasons
+
+
+def _symbol_forbidden(symbol: str, patterns: tuple[str, ...]) -> bool:
+    name = symbol.split("@", 1)[0]
+    for pattern in patterns:
+        if pattern.endswith("*"):
+            if name.startswith(pattern[:-1]):
+                return True
+        elif name == pattern:
+            return True
+    return False
+
+
+def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def object_check(obj: Path, rule: DependencyRule) -> list[str]:
+    """Reasons from the candidate's own undefined symbols (what its code calls)."""
+    result = _run(["nm", "--undefined-only", "--format=posix", str(obj)], 60)
+    symbols = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    bad = sorted({s for s in symbols if _symbol_forbidden(s, rule.forbidden_symbols)})
+    return [f"calls forbidden symbol {s!r}" for s in bad]
+
+
+def library_check(library: Path, rule: DependencyRule, entry: str) -> list[str]:
+    """Reasons from the linked library: interposing exports and needed libraries."""
+    reasons = []
+    exported = _run(["nm", "-D", "--defined-only", "--format=posix", str(library)], 60)
+    names = [line.split()[0] for line in exported.stdout.splitlines() if line.strip()]
+    if entry not in names:
+        reasons.append(f"the library does not export {entry!r} with C linkage")
+    for name in names:
+        if _INTERPOSING.match(name):
+            reasons.append(f"the library exports {name!r}, which would interpose on the runtime")
+    dynamic = _run(["readelf", "-d", str(library)], 60)
+    for needed in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic.stdout):
+        stem = needed.split(".so", 1)[0]
+        # "ld-linux" allows "ld-linux-x86-64"; "libc" must not allow "libcublas".
+        if not any(stem == ok or stem.startswith(ok + "-") for ok in rule.allowed_libraries):
+            reasons.append(f"the library links {needed!r}, outside the dependency rule")
+    return reasons
+
+
+@cache
+def nvcc_version(nvcc: str = "nvcc") -> str:
+    try:
+        return _run([nvcc, "--version"], 60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def find_nvcc() -> str | None:
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return str(default) if default.exists() else None
+
+
+def build_key(source: str, flags: list[str], version: str) -> str:
+    digest = hashlib.sha256()
+    for part in (BUILD_VERSION, version, "\0".join(flags), source):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:32]
+
+
+def build(
+    source: str,
+    *,
+    rule: DependencyRule,
+    extra_flags: tuple[str, ...] = (),
+    defines: dict[str, int] | None = None,
+    timeout_s: float = 300.0,
+    entry: str = "ks_launch",
+) -> BuildResult:
+    """Check and compile ``source`` into a shared library; cached by source, flags and nvcc."""
+    started = time.monotonic()
+    reasons = static_check(source, rule)
+    if reasons:
+        return BuildResult(ok=False, reasons=reasons, seconds=time.monotonic() - started)
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return BuildResult(ok=False, reasons=["harness: nvcc not found on PATH"])
+    flags = [*extra_flags, *(f"-D{k}={v}" for k, v in sorted((defines or {}).items()))]
+    key = build_key(source, flags, nvcc_version(nvcc))
+    target_dir = cache_root() / key
+    library = target_dir / "kernel.so"
+    if library.exists():
+        return BuildResult(
+            ok=True, library=library, cache_hit=True, key=key, seconds=time.monotonic() - started
+        )
+    cache_root().mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=cache_root(), prefix="tmp-"))
+    try:
+        outcome = _compile(nvcc, source, flags, work, rule, entry, timeout_s)
+        if outcome is not None:
+            outcome.key = key
+            outcome.seconds = time.monotonic() - started
+            return outcome
+        # A rename that fails means another process built the same key first: equally good.
+        with contextlib.suppress(OSError):
+            work.rename(target_dir)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return BuildResult(ok=True, library=library, key=key, seconds=time.monotonic() - started)
+
+
+def _compile(
+    nvcc: str,
+    source: str,
+    flags: list[str],
+    work: Path,
+    rule: DependencyRule,
+    entry: str,
+    timeout_s: float,
+) -> BuildResult | None:
+    """Compile, check the object, link, check the library, in ``work``; None when all pass."""
+    (work / "kernel.cu").write_text(source)
+    compile_flags = [f for f in BASE_FLAGS if f != "-shared"]
+    steps = [
+        [nvcc, *compile_flags, *flags, "-c", "kernel.cu", "-o", "kernel.o"],
+        [nvcc, *BASE_FLAGS, *flags, "kernel.o", "-o", "kernel.so"],
+    ]
+    log = []
+    for step, cmd in enumerate(steps):
+        try:
+            result = subprocess.run(
+                cmd, cwd=work, capture_output=True, text=True, timeout=timeout_s
+            )
+        except subprocess.TimeoutExpired:
+            return BuildResult(ok=False, reasons=[f"build timed out after {timeout_s:.0f} s"])
+        log.append(result.stdout + result.stderr)
+        if result.returncode != 0:
+            reason = "build failed: " + _first_errors(result.stderr + result.stdout)
+            return BuildResult(ok=False, reasons=[reason], log="\n".join(log))
+        if step == 0:
+            reasons = object_check(work / "kernel.o", rule)
+            if reasons:
+                return BuildResult(ok=False, reasons=reasons, log="\n".join(log))
+    reasons = library_check(work / "kernel.so", rule, entry)
+    if reasons:
+        return BuildResult(ok=False, reasons=reasons, log="\n".join(log))
+    (work / "build.log").write_text("\n".join(log))
+    (work / "kernel.o").unlink()
+    return None
+
+
+def _first_errors(output: str, limit: int = 5) -> str:
+    lines = [line.strip() for line in output.splitlines() if "error" in line.lower()]
+    if not lines:
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
+    text = " | ".join(lines[:limit])
+    return text[:800] if text else "nvcc exited nonzero with no output"

@@ -1,0 +1,58 @@
+"""Storage and rounding of the task dtypes on the array module at hand (cupy or numpy).
+
+CuPy has no bfloat16 dtype, so bf16 tensors are stored as uint16 bit patterns; these helpers
+convert them to float32 exactly and round float32 back to bf16 the way the hardware does
+(round to nearest, ties to even).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STORAGE = {
+    "bfloat16": "uint16",
+    "float16": "float16",
+    "float32": "float32",
+    "int32": "int32",
+    "int64": "int64",
+}
+# A NaN bit pattern per storage dtype, used to poison outputs before each call.
+NAN_BITS = {"bfloat16": 0x7FC0, "float16": 0x7E00, "float32": 0x7FC00000}
+
+
+def storage_dtype(dtype: str) -> str:
+    return STORAGE[dtype]
+
+
+def to_float32(xp: Any, array: Any, dtype: str) -> Any:
+    """The values of a stored tensor as float32 (exact for bf16 and fp16)."""
+    if dtype == "bfloat16":
+        return (array.astype(xp.uint32) << 16).view(xp.float32)
+    return array.astype(xp.float32)
+
+
+def from_float32(xp: Any, values: Any, dtype: str) -> Any:
+    """float32 values rounded to ``dtype``, in that dtype's storage form."""
+    if dtype == "bfloat16":
+        bits = xp.ascontiguousarray(values, dtype=xp.float32).view(xp.uint32)
+        rounded = (bits + (xp.uint32(0x7FFF) + ((bits >> 16) & xp.uint32(1)))) >> 16
+        # Keep NaN a NaN: rounding could carry a NaN's payload into infinity.
+        nan = (bits & xp.uint32(0x7FFFFFFF)) > xp.uint32(0x7F800000)
+        return xp.where(nan, xp.uint32(0x7FC0), rounded).astype(xp.uint16)
+    return values.astype(STORAGE[dtype])
+
+
+def round_to(xp: Any, values: Any, dtype: str) -> Any:
+    """float32 values rounded to ``dtype`` and back: what storing them in it would keep."""
+    if dtype == "float32":
+        return values
+    return to_float32(xp, from_float32(xp, values, dtype), dtype)
+
+
+def poison(xp: Any, array: Any, dtype: str) -> None:
+    """Fill an output with NaN so unwritten elements can be found after the call."""
+    if dtype in NAN_BITS:
+        view = array.view(xp.uint32 if dtype == "float32" else xp.uint16)
+        view.fill(NAN_BITS[dtype])
+    else:
+        array.fill(-1)

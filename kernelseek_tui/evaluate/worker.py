@@ -1,0 +1,493 @@
+"""The evaluation subprocess: one request in (JSON on stdin), JSON lines out, then exit.
+
+It runs in its own process so that a hung kernel, an illegal address or a segfault ends only
+this evaluation: the parent kills or buries the process and names the reason. The protocol goes
+to a private copy of the original stdout; fd 1 itself is pointed at stderr, so a kernel's own
+printf can never corrupt the protocol.
+
+Lines: {"type": "device", ...}, {"type": "progress", "index", "total", "scenario", "phase"},
+{"type": "scenario", "result": {...}, "baseline_ms": float | null}, {"type": "fatal",
+"reason", "kind": "fail" | "error"}, {"type": "done"}.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import random
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from kernelseek_tui.evaluate.baseline_cache import BaselineCache
+from kernelseek_tui.evaluate.buffers import GuardedTensor, allocate, fill_random, poison_output
+from kernelseek_tui.evaluate.check import check_output
+from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
+from kernelseek_tui.evaluate.dtypes import round_to, to_float32
+from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
+from kernelseek_tui.evaluate.timing import time_calls
+from kernelseek_tui.task import Task, load_task
+
+
+class FatalError(Exception):
+    """The process can no longer judge anything (a sticky CUDA error, a broken reference)."""
+
+    def __init__(self, reason: str, kind: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind  # "fail": the candidate's doing; "error": the harness's
+
+
+class LaunchFailed(Exception):
+    """ks_launch returned nonzero."""
+
+
+class Kernel:
+    """A built candidate: ``ks_launch`` through ctypes, with argument arrays bound once."""
+
+    def __init__(self, library: str) -> None:
+        self._lib = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        self._fn = self._lib.ks_launch
+        self._fn.restype = ctypes.c_int
+        self._fn.argtypes = [
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.POINTER(ctypes.c_int64),
+            ctypes.POINTER(ctypes.c_double),
+            ctypes.c_void_p,
+        ]
+
+    def bind(
+        self, ptrs: list[int], ints: list[int], floats: list[float], stream: int
+    ) -> Callable[[], int]:
+        tensors = (ctypes.c_void_p * len(ptrs))(*ptrs)
+        int_args = (ctypes.c_int64 * max(1, len(ints)))(*ints)
+        float_args = (ctypes.c_double * max(1, len(floats)))(*floats)
+        fn = self._fn
+        return lambda: fn(tensors, int_args, float_args, stream)
+
+
+class Evaluation:
+    """State shared by the scenarios of one request."""
+
+    def __init__(self, request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
+        import cupy as cp
+
+        self.cp = cp
+        self.emit = emit
+        self.request = request
+        self.task: Task = load_task(request["task_dir"])
+        self.seed = int(request["seed"])
+        self.phase = "setup"
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            raise FatalError("no CUDA GPU visible", "error")
+        cp.cuda.Device(0).use()
+        props = cp.cuda.runtime.getDeviceProperties(0)
+        self.l2_bytes = int(props["l2CacheSize"])
+        self.device = {
+            "index": os.environ.get("CUDA_VISIBLE_DEVICES", "0"),
+            "name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+            "uuid": _uuid_text(props.get("uuid")),
+            "sms": int(props["multiProcessorCount"]),
+            "l2_bytes": self.l2_bytes,
+        }
+        emit({"type": "device", **self.device})
+        # Every array operation of the harness goes on the kernel's stream too, so fills,
+        # copies, the reference and the kernel are ordered without device-wide syncs.
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.stream.use()
+        module = load_module(self.task.reference_module, "kernelseek_task_reference")
+        self.reference = getattr(module, self.task.reference_function)
+        self.flops = getattr(module, self.task.flops_function) if self.task.flops_function else None
+        self.candidate = Kernel(request["candidate"])
+        self.baseline = Kernel(request["baseline"]) if request.get("baseline") else None
+        self.baseline_cache = (
+            BaselineCache(Path(request["baseline_cache"]), request["baseline_key"], self.device)
+            if request.get("baseline_cache")
+            else None
+        )
+        peers = tuple(request.get("peers", ())) if request.get("compare", True) else ()
+        self.peers = PeerRunner(self.task.comparator_module, peers, self.stream.ptr)
+
+    def sync(self, what: str) -> None:
+        try:
+            self.stream.synchronize()
+        except self.cp.cuda.runtime.CUDARuntimeError as error:
+            raise FatalError(f"CUDA error after {what}: {error}", "fail") from None
+
+
+def _uuid_text(raw: Any) -> str | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bytes | bytearray):
+        return raw.hex()
+    return str(raw)
+
+
+def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> ScenarioResult:
+    cp, task = ev.cp, ev.task
+    fields = {k: int(v) for k, v in scenario["fields"].items()}
+    result = ScenarioResult(name=scenario["name"], set=scenario["set"], fields=fields)
+    rng = random.Random(f"{ev.seed}:{index}:{scenario['name']}")
+    floats = {spec.name: spec.draw(fields, rng) for spec in task.floats}
+    float_args = [floats[spec.name] for spec in task.floats]
+    ints = task.int_args(fields)
+    int_names = dict(
+        zip(task.scenario_fields, (fields[f] for f in task.scenario_fields), strict=True)
+    )
+    shapes = {spec.name: spec.dims(fields) for spec in task.tensors}
+    set_bytes = sum(math.prod(shapes[s.name]) * s.itemsize for s in task.tensors)
+    timed = bool(scenario.get("timed"))
+    n_sets = 1
+    if timed:
+        wanted = task.timing.rotate_l2_multiple * ev.l2_bytes / max(1, set_bytes)
+        n_sets = int(min(task.timing.max_rotations, max(1, math.ceil(wanted))))
+    generator = cp.random.default_rng(rng.randrange(2**63))
+    sets = [{s.name: allocate(cp, s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)]
+    for tensors in sets:
+        for spec in task.inputs:
+            fill_random(cp, tensors[spec.name], generator)
+    launches = [
+        ev.candidate.bind([t.ptr for t in tensors.values()], ints, float_args, ev.stream.ptr)
+        for tensors in sets
+    ]
+
+    def progress(phase: str) -> None:
+        ev.phase = phase
+        ev.emit({"type": "progress", "index": index, "scenario": result.name, "phase": phase})
+
+    # 1. One call on poisoned outputs, judged on every element.
+    progress("check")
+    if not _checked_call(ev, sets[0], launches[0], int_names, floats, result, "the first call"):
+        return result
+    if not timed:
+        result.passed = True
+        return result
+
+    # 2. Timing; inputs change in place between warm-up and the measured calls, and the outputs
+    # of the measured calls themselves are then judged, so no result can be cached by address.
+    progress("time")
+
+    def refill() -> None:
+        for tensors in sets:
+            for spec in task.inputs:
+                fill_random(cp, tensors[spec.name], generator)
+
+    def call(i: int) -> None:
+        if launches[i]() != 0:
+            raise LaunchFailed
+
+    try:
+        stats = time_calls(cp, ev.stream, call, n_sets, task.timing, after_warmup=refill)
+    except LaunchFailed:
+        result.passed = False
+        result.reasons.append("ks_launch returned nonzero while being timed")
+        return result
+    ev.sync("the timed calls")
+    for i, tensors in enumerate(sets):
+        if not _judge(ev, tensors, int_names, floats, result, f"timed call on input set {i}"):
+            return result
+    if stats.hidden_work:
+        result.passed = False
+        result.reasons.append(
+            f"work outside the given stream: {stats.wall_ms_per_call:.3f} ms wall per call "
+            f"against {stats.event_ms_per_call:.3f} ms on the stream"
+        )
+        return result
+    result.passed = True
+    result.ms = stats.median_ms
+    flops = float(ev.flops(fields)) if ev.flops else None
+    if flops:
+        result.tflops = flops / (stats.median_ms * 1e-3) / 1e12
+    if stats.spread > 0.1:
+        result.timing_notes.append(f"noisy: p10-p90 spread {stats.spread:.0%} of the median")
+
+    # 3. Peers, on the same buffers and stream, timed right after the candidate.
+    progress("peers")
+    for name in ev.peers.names:
+        result.peers[name] = _time_peer(ev, name, sets, fields, floats, int_names, flops, n_sets)
+    # The candidate once more after the peers, so drift over the scenario affects both.
+    again = time_calls(cp, ev.stream, call, n_sets, task.timing)
+    ev.sync("the timed calls")
+    result.ms = _median([*stats.samples_ms, *again.samples_ms])
+    if flops:
+        result.tflops = flops / (result.ms * 1e-3) / 1e12
+    return result
+
+
+def _checked_call(
+    ev: Evaluation,
+    tensors: dict[str, GuardedTensor],
+    launch: Callable[[], int],
+    int_names: dict[str, int],
+    floats: dict[str, float],
+    result: ScenarioResult,
+    what: str,
+) -> bool:
+    cp = ev.cp
+    for spec in ev.task.outputs:
+        poison_output(cp, tensors[spec.name])
+    saved = {spec.name: tensors[spec.name].body.copy() for spec in ev.task.inputs}
+    ev.sync("filling the inputs")
+    code = launch()
+    ev.sync(what)
+    if code != 0:
+        result.passed = False
+        result.reasons.append(f"ks_launch returned {code}")
+        return False
+    for spec in ev.task.inputs:
+        if not bool(cp.array_equal(saved[spec.name], tensors[spec.name].body)):
+            result.passed = False
+            result.reasons.append(f"input {spec.name!r} was modified by the kernel")
+    return _judge(ev, tensors, int_names, floats, result, what) and result.passed is not False
+
+
+def _judge(
+    ev: Evaluation,
+    tensors: dict[str, GuardedTensor],
+    int_names: dict[str, int],
+    floats: dict[str, float],
+    result: ScenarioResult,
+    what: str,
+) -> bool:
+    """Guards intact and every output within tolerance of the reference for these inputs."""
+    cp, task = ev.cp, ev.task
+    for name, tensor in tensors.items():
+        if not tensor.guards_intact(cp):
+            result.passed = False
+            result.reasons.append(f"{what}: wrote outside tensor {name!r} (guard band changed)")
+    reference = _reference(ev, tensors, int_names, floats)
+    for spec in task.outputs:
+        check = check_output(
+            cp,
+            spec.name,
+            spec.dtype,
+            tensors[spec.name].body,
+            reference[spec.name],
+            reference.get(f"{spec.name}:lowp"),
+            task.tolerances[spec.name],
+        )
+        if spec.name == task.outputs[0].name:
+            result.max_error = check.max_error
+            result.tolerance = check.tolerance
+        elif spec.name == "lse" or result.lse_error is None:
+            result.lse_error = check.max_error
+        if not check.passed:
+            result.passed = False
+            result.reasons.extend(f"{what}: {reason}" for reason in check.reasons)
+    return result.passed is not False
+
+
+def _reference(
+    ev: Evaluation,
+    tensors: dict[str, GuardedTensor],
+    int_names: dict[str, int],
+    floats: dict[str, float],
+) -> dict[str, Any]:
+    cp, task = ev.cp, ev.task
+    phase, ev.phase = ev.phase, "reference"
+    inputs = {s.name: _as_float32(cp, tensors[s.name], s.dtype) for s in task.inputs}
+    lowp_dtypes = [s.dtype for s in task.outputs if task.tolerances[s.name].rule == "lowp"]
+    lowp = (lambda x: round_to(cp, x, lowp_dtypes[0])) if lowp_dtypes else None
+    try:
+        with ev.stream:
+            reference = ev.reference(inputs, int_names, floats, lowp)
+        ev.stream.synchronize()
+    except FatalError:
+        raise
+    except Exception as error:
+        raise FatalError(
+            f"the task's reference failed: {type(error).__name__}: {error}", "error"
+        ) from error
+    ev.phase = phase
+    return reference
+
+
+def _as_float32(cp: Any, tensor: GuardedTensor, dtype: str) -> Any:
+    return to_float32(cp, tensor.body, dtype)
+
+
+def _time_peer(
+    ev: Evaluation,
+    name: str,
+    sets: list[dict[str, GuardedTensor]],
+    fields: dict[str, int],
+    floats: dict[str, float],
+    int_names: dict[str, int],
+    flops: float | None,
+    n_sets: int,
+) -> PeerTiming:
+    cp, task = ev.cp, ev.task
+    runners = []
+    for tensors in sets:
+        bodies = {s.name: (tensors[s.name].body, s.dtype) for s in task.inputs}
+        runner = ev.peers.prepare(name, bodies, fields, floats)
+        if isinstance(runner, str):
+            return PeerTiming(name=name, absent=runner)
+        runners.append(runner)
+    try:
+        with ev.peers.stream_context():
+            outputs = runners[0]()
+            ev.sync(f"peer {name}")
+            notes = _peer_check(ev, name, sets[0], outputs, int_names, floats)
+
+            def call(i: int) -> None:
+                runners[i]()
+
+            stats = time_calls(cp, ev.stream, call, n_sets, task.timing)
+        ev.sync(f"peer {name}")
+    except FatalError:
+        raise
+    except Exception as error:
+        return PeerTiming(name=name, absent=f"{name} failed ({type(error).__name__}: {error})")
+    timing = PeerTiming(name=name, ms=stats.median_ms, notes=notes)
+    if flops:
+        timing.tflops = flops / (stats.median_ms * 1e-3) / 1e12
+    return timing
+
+
+def _peer_check(
+    ev: Evaluation,
+    name: str,
+    tensors: dict[str, GuardedTensor],
+    outputs: dict[str, Any],
+    int_names: dict[str, int],
+    floats: dict[str, float],
+) -> list[str]:
+    """A peer's outputs judged by the same rules: evidence that the tolerances are fair."""
+    cp, task = ev.cp, ev.task
+    reference = _reference(ev, tensors, int_names, floats)
+    notes: list[str] = []
+    for spec in task.outputs:
+        if outputs.get(spec.name) is None:
+            continue
+        stored, dtype = ev.peers.to_cupy(cp, outputs[spec.name])
+        check = check_output(
+            cp,
+            spec.name,
+            dtype,
+            stored,
+            reference[spec.name],
+            reference.get(f"{spec.name}:lowp"),
+            task.tolerances[spec.name],
+        )
+        if not check.passed:
+            notes.extend(f"{name}: {reason}" for reason in check.reasons)
+    return notes
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return 0.5 * (ordered[middle - 1] + ordered[middle])
+
+
+def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> float | None:
+    """The starting kernel's time on this scenario (from the cache, or measured now)."""
+    if ev.baseline is None:
+        return None
+    if ev.baseline_cache is not None:
+        cached = ev.baseline_cache.get(scenario["name"], scenario["fields"])
+        if cached is not None:
+            return cached
+    cp, task = ev.cp, ev.task
+    fields = {k: int(v) for k, v in scenario["fields"].items()}
+    rng = random.Random(f"{ev.seed}:{index}:{scenario['name']}:baseline")
+    float_args = [spec.draw(fields, rng) for spec in task.floats]
+    shapes = {spec.name: spec.dims(fields) for spec in task.tensors}
+    set_bytes = sum(math.prod(shapes[s.name]) * s.itemsize for s in task.tensors)
+    wanted = task.timing.rotate_l2_multiple * ev.l2_bytes / max(1, set_bytes)
+    n_sets = int(min(task.timing.max_rotations, max(1, math.ceil(wanted))))
+    generator = cp.random.default_rng(rng.randrange(2**63))
+    sets = [{s.name: allocate(cp, s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)]
+    for tensors in sets:
+        for spec in task.inputs:
+            fill_random(cp, tensors[spec.name], generator)
+    ints = task.int_args(fields)
+    launches = [
+        ev.baseline.bind([t.ptr for t in tensors.values()], ints, float_args, ev.stream.ptr)
+        for tensors in sets
+    ]
+
+    def call(i: int) -> None:
+        if launches[i]() != 0:
+            raise LaunchFailed
+
+    ev.emit({"type": "progress", "index": index, "scenario": scenario["name"], "phase": "baseline"})
+    try:
+        stats = time_calls(cp, ev.stream, call, n_sets, task.timing)
+    except LaunchFailed:
+        return None
+    ev.sync("the starting kernel")
+    if ev.baseline_cache is not None:
+        ev.baseline_cache.put(scenario["name"], scenario["fields"], stats.median_ms)
+    return stats.median_ms
+
+
+def evaluate_request(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
+    ev = Evaluation(request, emit)
+    scenarios = request["scenarios"]
+    for index, scenario in enumerate(scenarios):
+        emit(
+            {
+                "type": "progress",
+                "index": index,
+                "total": len(scenarios),
+                "scenario": scenario["name"],
+                "phase": "start",
+            }
+        )
+        result = run_scenario(ev, scenario, index)
+        baseline_ms = None
+        if result.passed and result.ms is not None:
+            baseline_ms = (
+                result.ms
+                if request.get("baseline_is_candidate")
+                else _time_baseline(ev, scenario, index)
+            )
+        emit({"type": "scenario", "result": asdict(result), "baseline_ms": baseline_ms})
+        # Free this scenario's buffers before the next one allocates its own.
+        ev.cp.get_default_memory_pool().free_all_blocks()
+    if ev.baseline_cache is not None:
+        ev.baseline_cache.save()
+    emit({"type": "done"})
+
+
+def _protocol_stream() -> TextIO:
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(fd, "w", buffering=1)
+
+
+def main() -> int:
+    protocol = _protocol_stream()
+
+    def emit(message: dict[str, Any]) -> None:
+        protocol.write(json.dumps(message, default=str) + "\n")
+        protocol.flush()
+
+    request = json.loads(sys.stdin.read())
+    try:
+        evaluate_request(request, emit)
+    except FatalError as error:
+        emit({"type": "fatal", "reason": error.reason, "kind": error.kind})
+        return 3
+    except ImportError as error:
+        emit({"type": "fatal", "reason": f"no GPU stack: {error}", "kind": "error"})
+        return 3
+    except Exception as error:
+        traceback.print_exc()
+        kind = "fail" if "CUDA" in type(error).__name__ else "error"
+        emit({"type": "fatal", "reason": f"{type(error).__name__}: {error}", "kind": kind})
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,435 @@
+"""A task directory's ``task.toml``: what the kernel computes, how it is launched and judged.
+
+Nothing here knows what the kernel computes. A task names its scenario fields, the tensors (with
+shapes as expressions of those fields), the scalars in ABI order, its scenario sets, the
+tolerance rule per output, the reference (a Python callable in the task directory), the
+comparators, the nvcc flags, the tunable knobs and the dependency rule.
+"""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.expr import ExprError, evaluate_expr, expr_names
+from kernelseek_tui.scenarios import Scenario, load_scenario_file
+
+TASK_FILE = "task.toml"
+DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4, "int32": 4, "int64": 8}
+
+
+class TaskError(KernelseekError):
+    """A task directory or task.toml that cannot be used, with the file and the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    name: str
+    dtype: str
+    shape: tuple[str, ...]
+    role: str  # "input" or "output"
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPES[self.dtype]
+
+    def dims(self, fields: dict[str, int]) -> tuple[int, ...]:
+        return tuple(int(evaluate_expr(dim, fields)) for dim in self.shape)
+
+
+@dataclass(frozen=True, slots=True)
+class FloatSpec:
+    """A float scalar: ``value`` (an expression) times a random factor drawn from ``jitter``."""
+
+    name: str
+    value: str
+    jitter: tuple[float, float] = (1.0, 1.0)
+
+    def draw(self, fields: dict[str, int], rng: random.Random) -> float:
+        base = float(evaluate_expr(self.value, fields))
+        low, high = self.jitter
+        return base * (low if low == high else rng.uniform(low, high))
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioSet:
+    name: str
+    file: Path
+    timed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerance:
+    """How one output is judged against the reference.
+
+    ``lowp``: max|out - ref| <= multiple * max|out_lowp - ref| + atol, where ref is the fp32
+    reference rounded to the output dtype, out_lowp the reference computed with its
+    low-precision intermediate rounding, and atol = atol_shift_factor * max|ref + s - s - ref|
+    (rounding in the output dtype) plus ``atol``.
+    ``abs``: |out - ref| <= atol + rtol * |ref| elementwise, against the fp32 reference.
+    """
+
+    output: str
+    rule: str
+    multiple: float = 2.0
+    atol: float = 0.0
+    rtol: float = 0.0
+    atol_shift: float = 0.0
+    atol_shift_factor: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    name: str
+    values: tuple[int, ...]
+    default: int
+
+
+@dataclass(frozen=True, slots=True)
+class RandomField:
+    name: str
+    low: int | None = None
+    high: int | None = None
+    choices: tuple[int, ...] = ()
+    expr: str | None = None
+
+    def draw(self, rng: random.Random, bound: dict[str, int]) -> int:
+        if self.expr is not None:
+            return int(evaluate_expr(self.expr, bound))
+        if self.choices:
+            return rng.choice(self.choices)
+        assert self.low is not None and self.high is not None
+        return rng.randint(self.low, self.high)
+
+
+@dataclass(frozen=True, slots=True)
+class RandomRule:
+    """The declared ranges from which held-out scenarios are drawn, fresh each evaluation."""
+
+    fields: tuple[RandomField, ...]
+    where: tuple[str, ...] = ()
+    set_name: str = "random"
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyRule:
+    allowed_includes: tuple[str, ...]
+    forbidden_words: tuple[str, ...]
+    allowed_libraries: tuple[str, ...]
+    forbidden_symbols: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    min_reps: int = 5
+    max_reps: int = 200
+    rotate_l2_multiple: float = 3.0  # rotate input sets until they span this many L2s
+    max_rotations: int = 8
+
+
+@dataclass(slots=True)
+class Task:
+    name: str
+    dir: Path
+    description: str
+    source: Path
+    scenario_fields: tuple[str, ...]
+    constraints: tuple[str, ...]
+    tensors: tuple[TensorSpec, ...]
+    ints: tuple[str, ...]
+    floats: tuple[FloatSpec, ...]
+    sets: dict[str, ScenarioSet]
+    objective_sets: tuple[str, ...]
+    objective_random: int
+    random_rule: RandomRule | None
+    tolerances: dict[str, Tolerance]
+    reference_module: Path
+    reference_function: str
+    flops_function: str | None
+    comparator_module: Path | None
+    comparators: tuple[str, ...]
+    nvcc_flags: tuple[str, ...]
+    build_timeout_s: float
+    eval_timeout_s: float
+    knobs: tuple[Knob, ...]
+    dependency_rule: DependencyRule
+    timing: Timing
+    _scenario_cache: dict[str, list[Scenario]] = field(default_factory=dict, repr=False)
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return tuple(t for t in self.tensors if t.role == "input")
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return tuple(t for t in self.tensors if t.role == "output")
+
+    def knob(self, name: str) -> Knob:
+        for knob in self.knobs:
+            if knob.name == name:
+                return knob
+        raise TaskError(f"task {self.name!r} has no knob {name!r}")
+
+    def default_knobs(self) -> dict[str, int]:
+        return {knob.name: knob.default for knob in self.knobs}
+
+    def scenarios(self, set_name: str) -> list[Scenario]:
+        """The expanded scenarios of a named set (cached: the files do not change mid-run)."""
+        if set_name not in self.sets:
+            known = ", ".join(sorted(self.sets)) or "none"
+            raise TaskError(f"task {self.name!r} has no scenario set {set_name!r} (known: {known})")
+        if set_name not in self._scenario_cache:
+            spec = self.sets[set_name]
+            self._scenario_cache[set_name] = self.load_scenarios(spec.file, set_name)
+        return self._scenario_cache[set_name]
+
+    def load_scenarios(self, path: Path, set_name: str | None = None) -> list[Scenario]:
+        """Scenarios from any file in the scenario format, checked against this task."""
+        scenarios = load_scenario_file(path, set_name or path.stem, self.scenario_fields)
+        for scenario in scenarios:
+            self.check_scenario(scenario, where=str(path))
+        return scenarios
+
+    def check_scenario(self, scenario: Scenario, where: str) -> None:
+        for rule in self.constraints:
+            if not evaluate_expr(rule, scenario.fields):
+                raise TaskError(f"{where}: scenario {scenario.name!r} breaks the rule {rule!r}")
+
+    def draw_random(self, count: int, rng: random.Random) -> list[Scenario]:
+        """``count`` fresh scenarios from the declared ranges, different on every call."""
+        if self.random_rule is None or count <= 0:
+            return []
+        rule = self.random_rule
+        drawn: list[Scenario] = []
+        for _ in range(count * 1000):
+            if len(drawn) == count:
+                break
+            bound: dict[str, int] = {}
+            for random_field in rule.fields:
+                bound[random_field.name] = random_field.draw(rng, bound)
+            fields = {name: bound[name] for name in self.scenario_fields}
+            if not all(evaluate_expr(w, bound) for w in rule.where):
+                continue
+            if not all(evaluate_expr(c, fields) for c in self.constraints):
+                continue
+            name = f"{rule.set_name}-{len(drawn)}-" + "-".join(str(v) for v in fields.values())
+            drawn.append(Scenario(name=name, set=rule.set_name, fields=fields))
+        if len(drawn) < count:
+            raise TaskError(f"task {self.name!r}: the random ranges rarely meet their rules")
+        return drawn
+
+    def int_args(self, fields: dict[str, int]) -> list[int]:
+        return [int(evaluate_expr(expr, fields)) for expr in self.ints]
+
+
+def load_task(task_dir: str | Path) -> Task:
+    """Read and check ``<task_dir>/task.toml``; raises TaskError naming the file and the problem."""
+    directory = Path(task_dir).resolve()
+    path = directory / TASK_FILE
+    if not path.is_file():
+        raise TaskError(f"{directory} is not a task directory: it has no {TASK_FILE}")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise TaskError(f"{path}: {error}") from None
+    try:
+        return _build_task(directory, path, raw)
+    except TaskError:
+        raise
+    except ExprError as error:
+        raise TaskError(f"{path}: {error}") from None
+    except (KeyError, TypeError, ValueError) as error:
+        raise TaskError(f"{path}: malformed entry ({type(error).__name__}: {error})") from None
+
+
+def _require(raw: dict[str, Any], key: str, path: Path, kind: type | tuple[type, ...]) -> Any:
+    if key not in raw:
+        raise TaskError(f"{path}: missing required key {key!r}")
+    value = raw[key]
+    if not isinstance(value, kind):
+        raise TaskError(f"{path}: {key!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _existing(directory: Path, relative: str, path: Path, what: str) -> Path:
+    target = (directory / relative).resolve()
+    if not target.is_file():
+        raise TaskError(f"{path}: {what} {relative!r} does not exist")
+    return target
+
+
+def _build_task(directory: Path, path: Path, raw: dict[str, Any]) -> Task:
+    name = _require(raw, "name", path, str)
+    fields = tuple(_require(raw, "scenario_fields", path, list))
+    constraints = tuple(raw.get("constraints", []))
+    for rule in constraints:
+        _check_names(rule, set(fields), path, "constraint")
+
+    _no_unknown_keys(raw, _TOP_KEYS, path, "task.toml")
+    tensors = []
+    for entry in _require(raw, "tensor", path, list):
+        _no_unknown_keys(entry, {"name", "dtype", "shape", "role"}, path, "[[tensor]]")
+        spec = TensorSpec(
+            name=entry["name"],
+            dtype=entry["dtype"],
+            shape=tuple(str(d) for d in entry["shape"]),
+            role=entry["role"],
+        )
+        if spec.dtype not in DTYPES:
+            raise TaskError(f"{path}: tensor {spec.name!r} has unknown dtype {spec.dtype!r}")
+        if spec.role not in ("input", "output"):
+            raise TaskError(f"{path}: tensor {spec.name!r} role must be 'input' or 'output'")
+        for dim in spec.shape:
+            _check_names(dim, set(fields), path, f"shape of {spec.name!r}")
+        tensors.append(spec)
+    if not any(t.role == "output" for t in tensors):
+        raise TaskError(f"{path}: a task needs at least one output tensor")
+
+    ints = tuple(raw.get("ints", []))
+    for expr in ints:
+        _check_names(expr, set(fields), path, "int scalar")
+    floats = tuple(
+        FloatSpec(
+            name=entry["name"],
+            value=str(entry["value"]),
+            jitter=(float(entry.get("jitter", (1, 1))[0]), float(entry.get("jitter", (1, 1))[1])),
+        )
+        for entry in raw.get("float", [])
+    )
+
+    sets = {}
+    for set_name, entry in _require(raw, "sets", path, dict).items():
+        file = _existing(directory, entry["file"], path, f"scenario file of set {set_name!r}")
+        sets[set_name] = ScenarioSet(set_name, file, bool(entry.get("timed", False)))
+    objective = raw.get("objective", {})
+    objective_sets = tuple(objective.get("sets", list(sets)))
+    for set_name in objective_sets:
+        if set_name not in sets:
+            raise TaskError(f"{path}: objective names unknown set {set_name!r}")
+
+    random_rule = _random_rule(raw.get("random"), fields, path)
+
+    tolerances = {}
+    for output, entry in _require(raw, "tolerance", path, dict).items():
+        tolerances[output] = Tolerance(output=output, **entry)
+        if tolerances[output].rule not in ("lowp", "abs"):
+            raise TaskError(f"{path}: tolerance of {output!r}: rule must be 'lowp' or 'abs'")
+    for tensor in tensors:
+        if tensor.role == "output" and tensor.name not in tolerances:
+            raise TaskError(f"{path}: output {tensor.name!r} has no tolerance rule")
+
+    reference = _require(raw, "reference", path, dict)
+    comparators = raw.get("comparators", {})
+    build = raw.get("build", {})
+    deps = raw.get("dependencies", {})
+    knobs = []
+    for entry in raw.get("knob", []):
+        values = tuple(int(v) for v in entry["values"])
+        default = int(entry.get("default", values[0]))
+        if default not in values:
+            raise TaskError(f"{path}: knob {entry['name']!r} default is not among its values")
+        knobs.append(Knob(entry["name"], values, default))
+
+    return Task(
+        name=name,
+        dir=directory,
+        description=raw.get("description", ""),
+        source=_existing(directory, _require(raw, "source", path, str), path, "source"),
+        scenario_fields=fields,
+        constraints=constraints,
+        tensors=tuple(tensors),
+        ints=ints,
+        floats=floats,
+        sets=sets,
+        objective_sets=objective_sets,
+        objective_random=int(objective.get("random", 0)),
+        random_rule=random_rule,
+        tolerances=tolerances,
+        reference_module=_existing(directory, reference["module"], path, "reference module"),
+        reference_function=reference.get("function", "reference"),
+        flops_function=reference.get("flops"),
+        comparator_module=(
+            _existing(directory, comparators["module"], path, "comparator module")
+            if "module" in comparators
+            else None
+        ),
+        comparators=tuple(comparators.get("names", [])),
+        nvcc_flags=tuple(build.get("nvcc_flags", [])),
+        build_timeout_s=float(build.get("timeout_s", 300)),
+        eval_timeout_s=float(raw.get("eval_timeout_s", 600)),
+        knobs=tuple(knobs),
+        dependency_rule=DependencyRule(
+            allowed_includes=tuple(deps.get("allowed_includes", [])),
+            forbidden_words=tuple(deps.get("forbidden_words", [])),
+            allowed_libraries=tuple(deps.get("allowed_libraries", [])),
+            forbidden_symbols=tuple(deps.get("forbidden_symbols", [])),
+        ),
+        timing=Timing(**raw.get("timing", {})),
+    )
+
+
+def _random_rule(
+    raw: dict[str, Any] | None, fields: tuple[str, ...], path: Path
+) -> RandomRule | None:
+    if raw is None:
+        return None
+    parsed = []
+    bound: set[str] = set()
+    for name, spec in raw.get("fields", {}).items():
+        if isinstance(spec, str):
+            _check_names(spec, bound, path, f"random field {name!r}")
+            parsed.append(RandomField(name, expr=spec))
+        elif "choices" in spec:
+            parsed.append(RandomField(name, choices=tuple(int(c) for c in spec["choices"])))
+        else:
+            parsed.append(RandomField(name, low=int(spec["min"]), high=int(spec["max"])))
+        bound.add(name)
+    missing = [f for f in fields if f not in bound]
+    if missing:
+        raise TaskError(f"{path}: [random.fields] does not draw {', '.join(missing)}")
+    where = tuple(raw.get("where", []))
+    for rule in where:
+        _check_names(rule, bound, path, "random rule")
+    return RandomRule(fields=tuple(parsed), where=where, set_name=raw.get("set", "random"))
+
+
+_TOP_KEYS = {
+    "name",
+    "description",
+    "source",
+    "eval_timeout_s",
+    "scenario_fields",
+    "constraints",
+    "tensor",
+    "ints",
+    "float",
+    "sets",
+    "objective",
+    "random",
+    "tolerance",
+    "reference",
+    "comparators",
+    "build",
+    "timing",
+    "knob",
+    "dependencies",
+}
+
+
+def _no_unknown_keys(raw: dict[str, Any], known: set[str], path: Path, where: str) -> None:
+    # A key TOML files under the wrong table (after a [[table]] header) must not vanish quietly.
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise TaskError(f"{path}: unknown key(s) {unknown} in {where}")
+
+
+def _check_names(expr: str, known: set[str], path: Path, what: str) -> None:
+    unknown = expr_names(expr) - known
+    if unknown:
+        raise TaskError(f"{path}: {what} {expr!r} names unknown field(s) {sorted(unknown)}")

@@ -1,0 +1,139 @@
+"""The evaluator on the GPU: the starting kernel passes, and each kind of broken kernel fails
+with a reason a kernel engineer can act on, while the next evaluation still works."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.evaluate.api import evaluate
+from kernelseek_tui.task import load_task
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK_DIR = ROOT / "kernels" / "flash_fwd"
+SMALL = Path(__file__).parent / "data" / "flash_small.toml"
+TIMED = Path(__file__).parent / "data" / "flash_timed.toml"
+KERNELS = Path(__file__).parent / "kernels"
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(TASK_DIR)
+
+
+def _variant(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    """The starting kernel with one line changed: a realistic, subtle bug."""
+    source = (TASK_DIR / "baseline.cu").read_text()
+    assert source.count(old) == 1, f"the baseline no longer contains {old!r}"
+    path = tmp_path / f"{name}.cu"
+    path.write_text(source.replace(old, new))
+    return path
+
+
+def _small(task, source: Path, **kwargs):
+    return evaluate(task, source, scenarios_file=SMALL, timed=False, compare=False, **kwargs)
+
+
+def test_baseline_passes_all_182(task) -> None:
+    result = evaluate(task, task.source, sets=["correctness"], random_count=0, compare=False)
+    assert result.verdict == "pass", result.reasons
+    assert result.summary.passed == result.summary.total == 182
+
+
+def test_baseline_passes_fresh_random_scenarios(task) -> None:
+    result = evaluate(task, task.source, sets=[], random_count=6, compare=False)
+    assert result.verdict == "pass", result.reasons
+    assert result.summary.total == 6
+
+
+VARIANTS = {
+    "half_rows": (
+        "dim3 grid((p.seqlen_q + BM - 1) / BM, p.nheads, batch);",
+        "dim3 grid(((p.seqlen_q + BM - 1) / BM + 1) / 2, p.nheads, batch);",
+        ["NaN"],
+    ),
+    "top_left_causal": (
+        "const int causal_offset = p.seqlen_k - p.seqlen_q;",
+        "const int causal_offset = 0;",
+        ["max error", "elements"],
+    ),
+    "ignores_scale": (
+        "p.scale_log2 = (float)(floats[0] * (double)kLog2e);",
+        "p.scale_log2 = (float)(kLog2e / sqrt((double)headdim));",
+        ["max error", "elements"],
+    ),
+    "writes_past_lse": (
+        "p.lse[((int64_t)batch * p.nheads + head) * p.seqlen_q + qi] = lse;",
+        "p.lse[((int64_t)batch * p.nheads + head) * p.seqlen_q + qi + 1] = lse;",
+        ["guard band"],
+    ),
+    "modifies_input": (
+        "p.lse[((int64_t)batch * p.nheads + head) * p.seqlen_q + qi] = lse;",
+        "p.lse[((int64_t)batch * p.nheads + head) * p.seqlen_q + qi] = lse;"
+        " const_cast<__nv_bfloat16*>(p.k)[0] = __float2bfloat16(7.f);",
+        ["modified"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_subtly_wrong_kernels_fail_with_reason(task, tmp_path: Path, name: str) -> None:
+    old, new, expected = VARIANTS[name]
+    result = _small(task, _variant(tmp_path, name, old, new))
+    assert result.verdict == "fail"
+    text = " ".join(result.reasons)
+    assert any(word in text for word in expected), text
+
+
+BROKEN = {
+    "write_nothing.cu": ["never written"],
+    "zeros.cu": ["max error", "elements"],
+    "nan_out.cu": ["NaN"],
+    "illegal_address.cu": ["CUDA error", "illegal"],
+    "segfault.cu": ["SIGSEGV"],
+    "hang.cu": ["no progress"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_kernels_fail_with_reason_and_the_next_evaluation_works(task, name: str) -> None:
+    result = _small(task, KERNELS / name, stall_timeout_s=20)
+    assert result.verdict == "fail", result.reasons
+    text = " ".join(result.reasons)
+    assert any(word in text for word in BROKEN[name]), text
+    after = _small(task, task.source)
+    assert after.verdict == "pass", after.reasons
+
+
+def test_work_on_another_stream_is_caught(task, tmp_path: Path) -> None:
+    source = _variant(
+        tmp_path,
+        "wrong_stream",
+        "kernel<<<grid, kThreads, T::kSmemBytes, stream>>>(p);",
+        "kernel<<<grid, kThreads, T::kSmemBytes, 0>>>(p);",
+    )
+    result = evaluate(task, source, scenarios_file=TIMED, compare=False)
+    assert result.verdict == "fail"
+    text = " ".join(result.reasons)
+    assert "outside the given stream" in text or "NaN" in text, text
+
+
+def test_timed_quick_run_measures_candidate_and_peers(task) -> None:
+    result = evaluate(task, task.source, scenarios_file=TIMED)
+    assert result.verdict == "pass", result.reasons
+    (scenario,) = result.scenarios
+    assert scenario.ms and scenario.ms > 0 and scenario.tflops and scenario.tflops > 0
+    assert scenario.speedup == pytest.approx(1.0)  # the candidate is the starting kernel
+    for name in ("fa3", "cudnn"):
+        peer = scenario.peers[name]
+        assert (peer.ms is not None) != (peer.absent is not None), peer
+        # A peer measured here is also judged by the task's own rules: FA3 must meet them.
+        assert not peer.notes, peer.notes
+
+
+def test_a_knob_changes_the_build_and_still_passes(task) -> None:
+    result = _small(task, task.source, knobs={"BLOCK_N": 32})
+    assert result.verdict == "pass", result.reasons
