@@ -500,3 +500,29 @@ def test_export_task_writes_the_commit_not_the_worktree(
     assert os.access(task / "run.sh", os.X_OK) and not os.access(task / "task.toml", os.X_OK)
     assert (task / "link.cu").is_symlink() and (task / "link.cu").read_text() == "// committed\n"
     assert not (tmp_path / "out" / "README.md").exists()  # only the task directory
+
+
+def test_two_sessions_of_one_repository_keep_apart(repo: Path) -> None:
+    one = SessionHistory.create(repo / TASK, "one")
+    two = SessionHistory.create(repo / TASK, "two")
+    a = one.commit_candidate([write(one, "// one\n")], make_result(1.1), seq=1, question=None)
+    b = two.commit_candidate([write(two, "// two\n")], make_result(2.2), seq=1, question=None)
+
+    assert [c.sha for c in one.candidates()] == [a]
+    assert [c.sha for c in two.candidates()] == [b]
+    assert one.find_commit_for_seq(1) == a and two.find_commit_for_seq(1) == b
+    assert one.note(a)["summary"]["geomean_speedup"] == 1.1
+    assert two.note(b)["summary"]["geomean_speedup"] == 2.2
+    assert (one.task_dir / "kernel.cu").read_text() == "// one\n"
+
+
+def test_a_commit_made_by_hand_on_the_branch_is_not_a_candidate(history: SessionHistory) -> None:
+    history.commit_candidate([write(history, "// 1\n")], make_result(), seq=1, question=None)
+    write(history, "// by hand\n")
+    sh(history.worktree, "commit", "-qam", "tweak by hand")
+    sha = history.commit_candidate([write(history, "// 2\n")], make_result(), seq=2, question=None)
+
+    found = history.candidates()
+    assert [(c.n, c.seq) for c in found] == [(2, 2), (1, 1)]
+    assert found[0].sha == sha
+    assert history.candidate_at("HEAD~1") is None

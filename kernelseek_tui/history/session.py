@@ -422,13 +422,16 @@ class SessionHistory:
             )
 
     def _next_n(self) -> int:
-        tip = self.head_sha()
-        if tip == self._base_sha:
+        tip = git_out(
+            ["log", "-1", "-z", f"--format={message.LOG_FORMAT}", f"refs/heads/{self.branch}"],
+            self._repo,
+        )
+        if tip.startswith(self._base_sha):
             return 1
-        last = self.candidate_at(tip)
-        if last is not None and last.n:
-            return last.n + 1
-        return len(self.candidates()) + 1
+        last = message.parse_log(tip, self._session_id)
+        if last and last[0].n:
+            return last[0].n + 1
+        return len(self.candidates()) + 1  # someone committed on the branch by hand
 
     def _add_note(self, sha: str, result: EvalResult) -> None:
         args = ["notes", f"--ref={NOTES_REF}", "add", "--force", "-F", "-", sha]
@@ -552,11 +555,10 @@ def _find_start(repo: Path, session_id: str) -> tuple[str, str]:
 
 def _attach_worktree(repo: Path, branch: str, wanted: Path) -> Path:
     """The worktree that has ``branch`` checked out, adding it at ``wanted`` when there is none."""
-    listing = git_out(["worktree", "list", "--porcelain", "-z"], repo)
-    for record in listing.split("\0\0"):
-        fields = dict(
-            (line.partition(" ")[0], line.partition(" ")[2]) for line in record.split("\0") if line
-        )
+    # Porcelain records are blank-line separated "key value" lines (no -z: that needs git 2.36).
+    listing = git_out(["worktree", "list", "--porcelain"], repo)
+    for record in listing.split("\n\n"):
+        fields = dict(line.partition(" ")[::2] for line in record.splitlines() if line)
         if fields.get("branch") == f"refs/heads/{branch}":
             path = Path(fields["worktree"])
             if path.is_dir():
