@@ -526,3 +526,18 @@ def test_a_commit_made_by_hand_on_the_branch_is_not_a_candidate(history: Session
     assert [(c.n, c.seq) for c in found] == [(2, 2), (1, 1)]
     assert found[0].sha == sha
     assert history.candidate_at("HEAD~1") is None
+
+
+def test_a_repository_with_no_commits_yet(tmp_path: Path) -> None:
+    repo = tmp_path / "fresh"
+    (repo / TASK).mkdir(parents=True)
+    (repo / TASK / "kernel.cu").write_text("// first\n")
+    sh(repo, "init", "-q", "-b", "main")
+    before = sh(repo, "status", "--porcelain", "--untracked-files=all")
+
+    history = SessionHistory.create(repo / TASK, "s1")
+
+    assert sh(repo, "rev-list", "--parents", "-n1", history.base_sha).split() == [history.base_sha]
+    assert (history.task_dir / "kernel.cu").read_text() == "// first\n"
+    assert sh(repo, "status", "--porcelain", "--untracked-files=all") == before
+    assert SessionHistory.open(repo, "s1").base_sha == history.base_sha
