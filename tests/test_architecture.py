@@ -13,6 +13,11 @@ CORE_MODULES = [
     "kernelseek_tui.paths",
     "kernelseek_tui.trace.schema",
     "kernelseek_tui.evaluate.result",
+    "kernelseek_tui.history",
+    "kernelseek_tui.history.bisect",
+    "kernelseek_tui.history.git",
+    "kernelseek_tui.history.message",
+    "kernelseek_tui.history.session",
 ]
 EVALUATOR_MODULES = ["kernelseek_tui.evaluate.result"]
 

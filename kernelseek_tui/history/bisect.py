@@ -1,0 +1,239 @@
+"""Finding the first bad candidate of a session: a binary search run by kernelseek itself, and
+the exit-code mapping that lets plain ``git bisect run`` do the same.
+
+Both judge a candidate the same way (:func:`bisect_exit_code`): an evaluation the harness could
+not make is a skip; with ``scenario`` the candidate is good when that scenario passes; with
+``metric`` and ``threshold`` it is good when it is correct and the metric reaches the threshold;
+with neither it is good when it is correct.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.result import EvalResult, EvalSummary
+from kernelseek_tui.history.message import Candidate
+
+if TYPE_CHECKING:
+    from kernelseek_tui.history.session import SessionHistory
+
+# The exit codes `git bisect run` understands. Any code from 1 to 127 other than 125 means bad,
+# so a command that cannot evaluate at all must exit BISECT_ABORT (>= 128) to stop the bisect
+# rather than mark the commit bad.
+BISECT_GOOD = 0
+BISECT_BAD = 1
+BISECT_SKIP = 125
+BISECT_ABORT = 128
+
+METRICS: dict[str, Callable[[EvalSummary], float | None]] = {
+    "speedup": lambda s: s.geomean_speedup,
+    "vs_fa3": lambda s: s.vs_fa3,
+    "tflops": lambda s: s.geomean_tflops,
+}
+
+Verdict = Literal["good", "bad", "skip"]
+IsGood = Callable[[str, Path], bool | None]
+
+
+@dataclass(frozen=True, slots=True)
+class BisectProgress:
+    """What a bisect is doing: sent before each test (``verdict`` None) and after it."""
+
+    step: int  # 1 for the first candidate tested
+    candidate: Candidate
+    remaining: int  # candidates that may still be the first bad one, this one included
+    steps_left: int  # roughly how many tests follow this one
+    verdict: Verdict | None
+
+
+@dataclass(frozen=True, slots=True)
+class BisectStep:
+    """One candidate tested and what it turned out to be."""
+
+    candidate: Candidate
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class BisectOutcome:
+    """The end of a bisect.
+
+    ``first_bad`` is the first bad candidate when the search pinned it down. When skipped
+    candidates sit right before the first known bad one it cannot be, and ``suspects`` lists
+    every candidate that may be it (oldest first, the first known bad one last).
+    """
+
+    first_bad: Candidate | None
+    suspects: tuple[Candidate, ...]
+    last_good: str  # sha of the newest commit known good (the start commit counts)
+    steps: tuple[BisectStep, ...]
+
+    @property
+    def found(self) -> bool:
+        return self.first_bad is not None
+
+
+def check_criteria(
+    *, scenario: str | None = None, metric: str | None = None, threshold: float | None = None
+) -> None:
+    """Raise :class:`KernelseekError` unless the criteria make one clear question."""
+    if scenario is not None and metric is not None:
+        raise KernelseekError("bisect on a scenario or on a metric, not both")
+    if metric is not None:
+        if metric not in METRICS:
+            raise KernelseekError(
+                f"unknown metric {metric!r}: choose one of {', '.join(sorted(METRICS))}"
+            )
+        if threshold is None:
+            raise KernelseekError(f"metric {metric!r} needs a threshold")
+        if not math.isfinite(threshold):
+            raise KernelseekError(f"threshold {threshold!r} is not a finite number")
+    elif threshold is not None:
+        raise KernelseekError("a threshold needs a metric")
+
+
+def bisect_exit_code(
+    result: EvalResult,
+    *,
+    scenario: str | None = None,
+    metric: str | None = None,
+    threshold: float | None = None,
+) -> int:
+    """Map an evaluation to ``git bisect run``'s codes: 0 good, 1 bad, 125 skip.
+
+    - verdict ``error`` (the harness could not judge): skip;
+    - ``scenario``: good when it passed, bad when it failed, skip when it did not run;
+    - ``metric`` with ``threshold``: bad when the candidate is not correct, skip when the
+      metric is missing (no timing), else good when the metric is at least the threshold;
+    - neither: good when the verdict is ``pass``.
+    Raises :class:`KernelseekError` for unusable criteria or a scenario the evaluation lacks.
+    """
+    check_criteria(scenario=scenario, metric=metric, threshold=threshold)
+    if result.verdict == "error":
+        return BISECT_SKIP
+    if scenario is not None:
+        if not result.scenarios:
+            return BISECT_SKIP  # judged before any scenario ran (a build failure)
+        match = next((s for s in result.scenarios if s.name == scenario), None)
+        if match is None:
+            names = ", ".join(s.name for s in result.scenarios[:5])
+            raise KernelseekError(f"scenario {scenario!r} is not in this evaluation ({names}, …)")
+        if match.passed is None:
+            return BISECT_SKIP
+        return BISECT_GOOD if match.passed else BISECT_BAD
+    if result.verdict != "pass":
+        return BISECT_BAD
+    if metric is not None and threshold is not None:
+        value = METRICS[metric](result.summary)
+        if value is None or not math.isfinite(value):
+            return BISECT_SKIP
+        return BISECT_GOOD if value >= threshold else BISECT_BAD
+    return BISECT_GOOD
+
+
+def predicate_from_evaluator(
+    evaluate: Callable[[str, Path], EvalResult],
+    *,
+    scenario: str | None = None,
+    metric: str | None = None,
+    threshold: float | None = None,
+) -> IsGood:
+    """An ``is_good`` for :func:`bisect_candidates` that evaluates ``(sha, task_dir)`` and
+    judges it with :func:`bisect_exit_code` (so both ways of bisecting agree)."""
+    check_criteria(scenario=scenario, metric=metric, threshold=threshold)
+
+    def is_good(sha: str, task_dir: Path) -> bool | None:
+        code = bisect_exit_code(
+            evaluate(sha, task_dir), scenario=scenario, metric=metric, threshold=threshold
+        )
+        return None if code == BISECT_SKIP else code == BISECT_GOOD
+
+    return is_good
+
+
+def bisect_candidates(
+    history: SessionHistory,
+    good: str,
+    bad: str,
+    is_good: IsGood,
+    progress: Callable[[BisectProgress], None] | None = None,
+) -> BisectOutcome:
+    """Find the first bad candidate between ``good`` and ``bad`` by binary search.
+
+    ``good`` is the session's start commit or a candidate, ``bad`` a later candidate (any
+    revisions that name them). Each candidate tested is written to a temporary directory
+    (:meth:`SessionHistory.export_task`) and ``is_good(sha, task_dir)`` judges it: True good,
+    False bad, None skip. The endpoints are taken as given, as ``git bisect`` does. Nothing is
+    checked out anywhere, so the user's checkout and the session worktree stay as they are.
+    """
+    newest_first = history.candidates()
+    chain: list[str] = [history.base_sha, *(c.sha for c in reversed(newest_first))]
+    by_sha = {c.sha: c for c in newest_first}
+    place = {sha: i for i, sha in enumerate(chain)}
+    lo = _place_of(history, good, place, "good")
+    hi = _place_of(history, bad, place, "bad")
+    if lo >= hi:
+        raise KernelseekError(f"the good revision {good!r} must come before the bad one {bad!r}")
+
+    skipped: set[int] = set()
+    steps: list[BisectStep] = []
+    while True:
+        pool = [i for i in range(lo + 1, hi) if i not in skipped]
+        if not pool:
+            break
+        middle = (lo + hi) / 2
+        pick = min(pool, key=lambda i: (abs(i - middle), i))
+        candidate = by_sha[chain[pick]]
+        report = _reporter(progress, len(steps) + 1, candidate, len(pool) + 1)
+        report(None)
+        with tempfile.TemporaryDirectory(prefix="kernelseek-bisect-") as tmp:
+            answer = is_good(candidate.sha, history.export_task(candidate.sha, Path(tmp)))
+        verdict: Verdict = "skip" if answer is None else "good" if answer else "bad"
+        if verdict == "good":
+            lo = pick
+        elif verdict == "bad":
+            hi = pick
+        else:
+            skipped.add(pick)
+        steps.append(BisectStep(candidate, verdict))
+        report(verdict)
+
+    suspects = tuple(by_sha[chain[i]] for i in range(lo + 1, hi + 1))
+    return BisectOutcome(
+        first_bad=suspects[0] if len(suspects) == 1 else None,
+        suspects=suspects,
+        last_good=chain[lo],
+        steps=tuple(steps),
+    )
+
+
+def _place_of(history: SessionHistory, rev: str, place: dict[str, int], role: str) -> int:
+    sha = history.resolve(rev)
+    if sha not in place:
+        raise KernelseekError(
+            f"the {role} revision {rev!r} is neither the start nor a candidate of session "
+            f"{history.session_id}"
+        )
+    return place[sha]
+
+
+def _reporter(
+    progress: Callable[[BisectProgress], None] | None,
+    step: int,
+    candidate: Candidate,
+    remaining: int,
+) -> Callable[[Verdict | None], None]:
+    # Roughly log2 of what is left, after this test: the same estimate `git bisect` prints.
+    steps_left = max(0, math.ceil(math.log2(remaining)) - 1)
+
+    def report(verdict: Verdict | None) -> None:
+        if progress is not None:
+            progress(BisectProgress(step, candidate, remaining, steps_left, verdict))
+
+    return report
