@@ -294,6 +294,8 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any]) -> Task:
     ints = tuple(raw.get("ints", []))
     for expr in ints:
         _check_names(expr, set(fields), path, "int scalar")
+    for entry in raw.get("float", []):
+        _no_unknown_keys(entry, {"name", "value", "jitter"}, path, "[[float]]")
     floats = tuple(
         FloatSpec(
             name=entry["name"],
@@ -328,8 +330,11 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any]) -> Task:
     comparators = raw.get("comparators", {})
     build = raw.get("build", {})
     deps = raw.get("dependencies", {})
+    for table, known in _TABLE_KEYS.items():
+        _no_unknown_keys(raw.get(table, {}), known, path, f"[{table}]")
     knobs = []
     for entry in raw.get("knob", []):
+        _no_unknown_keys(entry, {"name", "values", "default"}, path, "[[knob]]")
         values = tuple(int(v) for v in entry["values"])
         default = int(entry.get("default", values[0]))
         if default not in values:
@@ -419,6 +424,20 @@ _TOP_KEYS = {
     "timing",
     "knob",
     "dependencies",
+}
+
+_TABLE_KEYS = {
+    "objective": {"sets", "random"},
+    "random": {"set", "where", "fields"},
+    "reference": {"module", "function", "flops"},
+    "comparators": {"module", "names"},
+    "build": {"nvcc_flags", "timeout_s"},
+    "dependencies": {
+        "allowed_includes",
+        "forbidden_words",
+        "allowed_libraries",
+        "forbidden_symbols",
+    },
 }
 
 

@@ -40,6 +40,8 @@ from kernelseek_tui.task import Task
 
 Progress = Callable[[str, int, int], None]  # (message, done, total)
 DEFAULT_STALL_TIMEOUT_S = 180.0
+# The worker process; tests stand in scripted workers to exercise the watchdog without a GPU.
+WORKER_COMMAND = [sys.executable, "-m", "kernelseek_tui.evaluate.worker"]
 
 
 @dataclass(slots=True)
@@ -203,7 +205,7 @@ def _run_worker(
         env["CUDA_VISIBLE_DEVICES"] = str(device)
     env["PYTHONUNBUFFERED"] = "1"
     process = subprocess.Popen(
-        [sys.executable, "-m", "kernelseek_tui.evaluate.worker"],
+        WORKER_COMMAND,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,0 +1,293 @@
+"""The evaluator's parts that need no GPU: static checks, the nvcc build, the tolerance rules,
+the reference itself, and the watchdog around the worker process."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernelseek_tui.evaluate import api
+from kernelseek_tui.evaluate.build import build, static_check
+from kernelseek_tui.evaluate.check import check_output
+from kernelseek_tui.evaluate.dtypes import from_float32, round_to, to_float32
+from kernelseek_tui.task import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK_DIR = ROOT / "kernels" / "flash_fwd"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+HEADER = "#include <cuda_runtime.h>\n#include <stdint.h>\n"
+ENTRY = (
+    'extern "C" int ks_launch(void* const* t, const int64_t* i, const double* f, '
+    "cudaStream_t s) { %s }\n"
+)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(TASK_DIR)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("#include <cutlass/gemm.h>\n", "include 'cutlass/gemm.h'"),
+        ("#include <cublas_v2.h>\n", "forbidden dependency 'cublas'"),
+        ('#include "thrust/sort.h"\n', "include 'thrust/sort.h'"),
+        ("#include <cub/cub.cuh>\n", "include 'cub/cub.cuh'"),
+        ("using namespace cute;\n", "forbidden dependency 'cute'"),
+        ("#include <dlfcn.h>\n", "include 'dlfcn.h'"),
+    ],
+)
+def test_static_check_rejects_forbidden_dependencies(task, source: str, expected: str) -> None:
+    reasons = static_check(HEADER + source, task.dependency_rule)
+    assert any(expected in r for r in reasons), reasons
+    assert any(r.startswith("line 3") for r in reasons), reasons
+
+
+def test_static_check_ignores_comments_and_allows_the_baseline(task) -> None:
+    source = HEADER + "// this kernel uses no CUTLASS, no cute, no cublas\n/* nor thrust */\n"
+    assert static_check(source, task.dependency_rule) == []
+    assert static_check(task.source.read_text(), task.dependency_rule) == []
+
+
+@needs_nvcc
+def test_baseline_builds_and_the_cache_hits_the_second_time(task) -> None:
+    first = build(task.source.read_text(), rule=task.dependency_rule, extra_flags=task.nvcc_flags)
+    assert first.ok, first.reasons
+    assert first.library is not None and first.library.exists()
+    second = build(task.source.read_text(), rule=task.dependency_rule, extra_flags=task.nvcc_flags)
+    assert second.cache_hit and second.library == first.library
+    knobbed = build(
+        task.source.read_text(),
+        rule=task.dependency_rule,
+        extra_flags=task.nvcc_flags,
+        defines={"BLOCK_N": 32},
+    )
+    assert knobbed.ok and knobbed.key != first.key
+
+
+@needs_nvcc
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            'extern "C" void* dlopen(const char*, int);\n' + ENTRY % 'return dlopen("x", 1) != 0;',
+            "forbidden symbol 'dlopen'",
+        ),
+        (ENTRY % "void* p; cudaMalloc(&p, 16); return 0;", "forbidden symbol 'cudaMalloc'"),
+        (
+            ENTRY % "cudaStream_t x; cudaStreamCreate(&x); return 0;",
+            "forbidden symbol 'cudaStreamCreate'",
+        ),
+        (
+            'extern "C" int cudaFakeTimer(void) { return 0; }\n' + ENTRY % "return 0;",
+            "would interpose",
+        ),
+        (
+            "int ks_launch(void* const* t, const int64_t* i, const double* f, cudaStream_t s)"
+            " { return 0; }\n",
+            "does not export 'ks_launch'",
+        ),
+        (ENTRY % "return undefined_thing;", "build failed"),
+    ],
+)
+def test_build_rejects_what_the_rule_forbids(task, body: str, expected: str) -> None:
+    result = build(HEADER + body, rule=task.dependency_rule)
+    assert not result.ok
+    assert any(expected in r for r in result.reasons), result.reasons
+
+
+def test_forbidden_include_fails_without_any_gpu(task, tmp_path: Path) -> None:
+    source = tmp_path / "bad.cu"
+    source.write_text(HEADER + "#include <cudnn.h>\n" + ENTRY % "return 0;")
+    result = api.evaluate(task, source, sets=["quick"])
+    assert result.verdict == "fail"
+    assert any("cudnn" in r for r in result.reasons)
+    assert all(s.passed is None for s in result.scenarios)
+
+
+# -- the tolerance rules, on numpy ---------------------------------------------------------
+
+
+def _bf16(values: np.ndarray) -> np.ndarray:
+    return from_float32(np, values.astype(np.float32), "bfloat16")
+
+
+def test_bf16_round_trip_is_round_to_nearest_even() -> None:
+    values = np.array([1.0, 1 + 2**-8, 1 + 3 * 2**-9, -0.0, np.inf, np.nan], dtype=np.float32)
+    back = to_float32(np, _bf16(values), "bfloat16")
+    assert back[0] == 1.0 and back[1] == 1.0 and back[2] == 1 + 2**-7
+    assert np.isinf(back[4]) and np.isnan(back[5])
+
+
+def test_lowp_rule_accepts_bf16_rounding_and_rejects_a_real_error(task) -> None:
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal((64, 32)).astype(np.float32)
+    lowp = ref + rng.standard_normal(ref.shape).astype(np.float32) * 4e-3
+    rule = task.tolerances["out"]
+    good = check_output(np, "out", "bfloat16", _bf16(lowp), ref, lowp, rule)
+    assert good.passed, good.reasons
+    wrong = lowp.copy()
+    wrong[3, 3] += 0.1
+    bad = check_output(np, "out", "bfloat16", _bf16(wrong), ref, lowp, rule)
+    assert not bad.passed and "exceeds" in bad.reasons[0]
+
+
+def test_unwritten_nan_and_inf_are_named(task) -> None:
+    ref = np.ones((4, 4), dtype=np.float32)
+    out = _bf16(ref.copy())
+    out[0, 0] = 0x7FC0  # the poison, never overwritten
+    result = check_output(np, "out", "bfloat16", out, ref, ref, task.tolerances["out"])
+    assert not result.passed and "1 of 16 elements are NaN" in result.reasons[0]
+    lse_ref = np.array([1.0, np.inf], dtype=np.float32)
+    lse = np.array([1.0, 5.0], dtype=np.float32)
+    result = check_output(np, "lse", "float32", lse, lse_ref, None, task.tolerances["lse"])
+    assert not result.passed and "reference is infinite" in result.reasons[0]
+    lse = np.array([np.inf, np.inf], dtype=np.float32)
+    result = check_output(np, "lse", "float32", lse, lse_ref, None, task.tolerances["lse"])
+    assert not result.passed and "inf where the reference is finite" in result.reasons[0]
+
+
+# -- the reference, checked against a direct computation (numpy standing in for cupy) -------
+
+
+def _direct_attention(q, k, v, scale, causal):
+    b, sq, h, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    out = np.zeros((b, sq, h, d))
+    lse = np.full((b, h, sq), np.inf)
+    for bi in range(b):
+        for hi in range(h):
+            kh = hi // (h // hkv)
+            for i in range(sq):
+                visible = [j for j in range(sk) if not causal or j <= i + sk - sq]
+                if not visible:
+                    continue
+                s = np.array([q[bi, i, hi] @ k[bi, j, kh] for j in visible], dtype=np.float64)
+                s *= scale
+                m = s.max()
+                p = np.exp(s - m)
+                out[bi, i, hi] = (p[:, None] * v[bi, visible, kh]).sum(0) / p.sum()
+                lse[bi, hi, i] = m + np.log(p.sum())
+    return out, lse
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+@pytest.mark.parametrize(("sq", "sk"), [(1, 1), (5, 3), (3, 7), (6, 6)])
+def test_reference_matches_a_direct_computation(monkeypatch, causal, sq, sk) -> None:
+    monkeypatch.setitem(sys.modules, "cupy", np)
+    from kernelseek_tui.evaluate.comparators import load_module
+
+    reference = load_module(TASK_DIR / "reference.py", "flash_reference_under_test").reference
+    rng = np.random.default_rng(sq * 10 + sk)
+    q = rng.standard_normal((2, sq, 4, 8)).astype(np.float32)
+    k = rng.standard_normal((2, sk, 2, 8)).astype(np.float32)
+    v = rng.standard_normal((2, sk, 2, 8)).astype(np.float32)
+    ints = {"causal": causal}
+    got = reference(
+        {"q": q, "k": k, "v": v},
+        ints,
+        {"softmax_scale": 0.3},
+        lambda x: round_to(np, x, "bfloat16"),
+    )
+    out, lse = _direct_attention(q, k, v, 0.3, causal)
+    np.testing.assert_allclose(got["out"], out, atol=1e-5)
+    np.testing.assert_allclose(got["lse"], lse, rtol=1e-5)
+    assert np.abs(got["out:lowp"] - out).max() < 3e-2
+    if causal and sq > sk:
+        assert np.isinf(got["lse"][:, :, 0]).all() and (got["out"][:, 0] == 0).all()
+
+
+# -- the watchdog around the worker, with scripted stand-in workers ---------------------------
+
+
+def _scripted_worker(monkeypatch, tmp_path: Path, body: str) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent(body))
+    monkeypatch.setattr(api, "WORKER_COMMAND", [sys.executable, str(script)])
+
+
+def _source(tmp_path: Path) -> Path:
+    source = tmp_path / "k.cu"
+    source.write_text((TASK_DIR / "baseline.cu").read_text())
+    return source
+
+
+PREAMBLE = """
+import json, os, sys, time
+req = json.loads(sys.stdin.read())
+def emit(m): print(json.dumps(m), flush=True)
+emit({"type": "device", "name": "stand-in", "index": "0"})
+"""
+
+
+@needs_nvcc
+def test_worker_that_hangs_is_killed_with_a_named_reason(task, monkeypatch, tmp_path) -> None:
+    _scripted_worker(
+        monkeypatch,
+        tmp_path,
+        PREAMBLE
+        + """
+emit({"type": "progress", "index": 0, "total": 1, "scenario": req["scenarios"][0]["name"],
+      "phase": "check"})
+time.sleep(60)
+""",
+    )
+    result = api.evaluate(task, _source(tmp_path), sets=["quick"], stall_timeout_s=1.5)
+    assert result.verdict == "fail"
+    assert "no progress for 2 s" in result.reasons[0]
+    assert "s1x1-d64-h6kv6-c0 (check)" in result.reasons[0]
+    assert result.scenarios[0].passed is False and result.scenarios[1].passed is None
+
+
+@needs_nvcc
+def test_worker_that_crashes_is_named(task, monkeypatch, tmp_path) -> None:
+    _scripted_worker(
+        monkeypatch,
+        tmp_path,
+        PREAMBLE
+        + """
+import signal
+emit({"type": "progress", "index": 0, "total": 1, "scenario": req["scenarios"][0]["name"],
+      "phase": "check"})
+os.kill(os.getpid(), signal.SIGSEGV)
+""",
+    )
+    result = api.evaluate(task, _source(tmp_path), sets=["quick"])
+    assert result.verdict == "fail"
+    assert "the worker died (SIGSEGV)" in result.reasons[0]
+
+
+@needs_nvcc
+def test_worker_results_become_the_evaluation(task, monkeypatch, tmp_path) -> None:
+    _scripted_worker(
+        monkeypatch,
+        tmp_path,
+        PREAMBLE
+        + """
+for i, s in enumerate(req["scenarios"]):
+    emit({"type": "progress", "index": i, "total": 1, "scenario": s["name"], "phase": "start"})
+    result = {"name": s["name"], "set": s["set"], "fields": s["fields"], "passed": True,
+              "reasons": [], "ms": 2.0, "tflops": 10.0,
+              "peers": {"fa3": {"name": "fa3", "ms": 1.0, "tflops": 20.0}}}
+    emit({"type": "scenario", "result": result, "baseline_ms": 4.0})
+emit({"type": "done"})
+""",
+    )
+    source = _source(tmp_path)
+    source.write_text(source.read_text() + "\n// a changed candidate\n")
+    result = api.evaluate(task, source, sets=["quick"])
+    assert result.verdict == "pass", result.reasons
+    assert result.summary.passed == 12
+    assert result.summary.geomean_speedup == pytest.approx(2.0)
+    assert result.summary.vs_fa3 == pytest.approx(0.5)

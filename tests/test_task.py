@@ -1,0 +1,179 @@
+"""task.toml and scenario files: what they expand to, and the errors a user sees."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.expr import ExprError, evaluate_expr
+from kernelseek_tui.task import TaskError, load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK_DIR = ROOT / "kernels" / "flash_fwd"
+
+
+def test_correctness_set_is_exactly_the_182_scenarios() -> None:
+    task = load_task(TASK_DIR)
+    scenarios = task.scenarios("correctness")
+    assert len(scenarios) == 182
+    assert len({s.name for s in scenarios}) == 182
+    pairs = {(s.fields["seqlen_q"], s.fields["seqlen_k"]) for s in scenarios}
+    assert len(pairs) == 13 and (4224, 4224) in pairs and (1, 1) in pairs
+    heads = {(s.fields["headdim"], s.fields["nheads"], s.fields["nheads_kv"]) for s in scenarios}
+    assert heads == {
+        (64, 6, 6),
+        (64, 6, 2),
+        (128, 6, 6),
+        (128, 6, 2),
+        (128, 6, 1),
+        (256, 6, 6),
+        (256, 6, 2),
+    }
+    for s in scenarios:
+        assert s.fields["batch"] == (9 if s.fields["seqlen_k"] <= 2048 else 2)
+    assert sum(s.fields["causal"] for s in scenarios) == 91
+
+
+def test_bench_set_is_fa3s_36_shapes() -> None:
+    scenarios = load_task(TASK_DIR).scenarios("bench")
+    assert len(scenarios) == 36
+    for s in scenarios:
+        f = s.fields
+        assert f["batch"] * f["seqlen_q"] == 16384
+        assert f["nheads"] * f["headdim"] == 2048
+        assert f["seqlen_q"] == f["seqlen_k"] and f["nheads_kv"] == f["nheads"]
+
+
+def test_quick_set_and_knobs() -> None:
+    task = load_task(TASK_DIR)
+    assert len(task.scenarios("quick")) == 12
+    assert task.sets["quick"].timed and not task.sets["correctness"].timed
+    assert {k.name for k in task.knobs} == {"BLOCK_M", "BLOCK_N"}
+    assert task.default_knobs() == {"BLOCK_M": 64, "BLOCK_N": 64}
+
+
+def test_int_scalars_follow_abi_order() -> None:
+    task = load_task(TASK_DIR)
+    scenario = task.scenarios("correctness")[1]
+    assert task.int_args(scenario.fields) == [9, 1, 1, 6, 6, 64, 1]
+    assert [t.name for t in task.tensors] == ["q", "k", "v", "out", "lse"]
+    assert task.tensors[4].dims(scenario.fields) == (9, 6, 1)
+
+
+def test_random_draws_differ_and_obey_the_rules() -> None:
+    task = load_task(TASK_DIR)
+    first = task.draw_random(20, random.Random(1))
+    second = task.draw_random(20, random.Random(2))
+    assert [s.fields for s in first] != [s.fields for s in second]
+    for s in first + second:
+        f = s.fields
+        assert f["nheads"] % f["nheads_kv"] == 0
+        assert f["headdim"] in (64, 128, 256)
+        assert f["batch"] * f["nheads"] * f["seqlen_q"] * f["seqlen_k"] * f["headdim"] <= 4e10
+        task.check_scenario(s, where="test")
+
+
+def _task_copy(tmp_path: Path, edit: str | None = None, append: str = "") -> Path:
+    target = tmp_path / "task"
+    subprocess.run(["cp", "-r", str(TASK_DIR), str(target)], check=True)
+    toml = target / "task.toml"
+    text = toml.read_text()
+    if edit:
+        old, new = edit.split(" => ")
+        assert old in text
+        text = text.replace(old, new)
+    toml.write_text(text + append)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ('source = "baseline.cu" => source = "missing.cu"', "source 'missing.cu' does not exist"),
+        ('dtype = "float32" => dtype = "float33"', "unknown dtype"),
+        (
+            '"batch", "seqlen_q", "nheads", "headdim"] => "batch", "seqlenq", "nheads", "headdim"]',
+            "unknown field",
+        ),
+        ('sets = ["correctness", "bench"] => sets = ["nope"]', "unknown set"),
+        ('name = "flash_fwd" => name = 3', "wrong type"),
+        ("values = [32, 64, 128]\ndefault = 64 => values = [32]\ndefault = 64", "default"),
+    ],
+)
+def test_malformed_task_gives_one_clear_error(tmp_path: Path, edit: str, message: str) -> None:
+    with pytest.raises(TaskError, match=message):
+        load_task(_task_copy(tmp_path, edit))
+
+
+def test_key_under_the_wrong_table_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="unknown key"):
+        load_task(_task_copy(tmp_path, append='\nnvcc_flag = ["-O2"]\n'))
+
+
+def test_not_a_task_directory(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match=r"no task\.toml"):
+        load_task(tmp_path)
+
+
+def test_scenario_file_errors(tmp_path: Path) -> None:
+    task = load_task(TASK_DIR)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[scenario]]\nname = "x"\nbatch = 1\n')
+    with pytest.raises(KernelseekError, match="missing field"):
+        task.load_scenarios(bad)
+    bad.write_text(
+        '[[scenario]]\nname = "x"\nbatch = 1\nseqlen_q = 1\nseqlen_k = 1\n'
+        "nheads = 3\nnheads_kv = 2\nheaddim = 64\ncausal = 0\n"
+    )
+    with pytest.raises(KernelseekError, match="breaks the rule"):
+        task.load_scenarios(bad)
+    bad.write_text("[[scenario]\n")
+    with pytest.raises(KernelseekError, match=r"bad\.toml"):
+        task.load_scenarios(bad)
+
+
+def test_expressions_are_safe_and_exact() -> None:
+    assert evaluate_expr("9 if seqlen_k <= 2048 else 2", {"seqlen_k": 4096}) == 2
+    assert evaluate_expr("cdiv(a, 64) * 64", {"a": 65}) == 128
+    with pytest.raises(ExprError, match="unsupported"):
+        evaluate_expr("__import__('os')", {})
+    with pytest.raises(ExprError, match="unknown name"):
+        evaluate_expr("x + 1", {})
+
+
+def test_eval_list_needs_no_gpu_and_prints_every_scenario() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernelseek_tui",
+            "eval",
+            str(TASK_DIR),
+            "--list",
+            "--set",
+            "correctness",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 182
+    assert lines[0].startswith("correctness\ts1x1-d64-h6kv6-c0\tbatch=9 seqlen_q=1")
+
+
+def test_eval_of_a_bad_task_dir_is_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kernelseek_tui", "eval", str(tmp_path), "--list"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
