@@ -44,6 +44,7 @@ class ScenarioResult:
     speedup: float | None = None  # baseline_ms / ms
     peers: dict[str, PeerTiming] = field(default_factory=dict)
     timing_notes: list[str] = field(default_factory=list)
+    wall_s: float | None = None  # how long judging this scenario took, everything included
 
     def ratio_to(self, peer: str) -> float | None:
         """How much faster than the peer (>1 is faster), or None without both numbers."""

@@ -1,0 +1,96 @@
+"""Evaluator benchmark, run by hand on the GPU box (not in CI).
+
+Measures, in one process and run: the starting kernel's TFLOP/s on the task's bench set beside
+FA3 and cuDNN (timed interleaved by the evaluator itself), the wall time of a full evaluation
+(the objective: correctness + bench + fresh random scenarios) with a warm build cache, and the
+wall time of `--set quick`. Prints a Markdown table; writes the raw results as JSON.
+
+    python3 benchmarks/eval_bench.py [--task kernels/flash_fwd] [--out DIR] [--quick-runs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+from kernelseek_tui.evaluate.api import evaluate
+from kernelseek_tui.evaluate.build import build
+from kernelseek_tui.task import load_task
+
+
+def _fmt(value: float | None, spec: str = ".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--task", type=Path, default=Path("kernels/flash_fwd"))
+    parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--quick-runs", type=int, default=2)
+    parser.add_argument("--skip-full", action="store_true")
+    args = parser.parse_args()
+    task = load_task(args.task)
+    args.out.mkdir(parents=True, exist_ok=True)
+    gpu = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    began = time.monotonic()
+    warm = build(task.source.read_text(), rule=task.dependency_rule, extra_flags=task.nvcc_flags)
+    print(
+        f"machine: {gpu}; {platform.node()}; build cache warmed in "
+        f"{time.monotonic() - began:.1f} s (hit: {warm.cache_hit})"
+    )
+
+    quick = []
+    for run in range(args.quick_runs):
+        result = evaluate(task, task.source, sets=["quick"])
+        quick.append(result)
+        (args.out / f"quick-{run}.json").write_text(result.to_json())
+        print(
+            f"quick run {run}: {result.verdict} {result.summary.passed}/{result.summary.total}"
+            f" in {result.duration_s:.1f} s"
+        )
+
+    if not args.skip_full:
+        full = evaluate(task, task.source)
+        (args.out / "full.json").write_text(full.to_json())
+        slowest = sorted(full.scenarios, key=lambda s: -(s.wall_s or 0))[:5]
+        print(
+            f"full evaluation: {full.verdict} {full.summary.passed}/{full.summary.total} "
+            f"in {full.duration_s:.1f} s; slowest: "
+            + ", ".join(f"{s.name} {s.wall_s:.1f}s" for s in slowest if s.wall_s)
+        )
+        print(f"reasons: {full.reasons[:3]}")
+        print()
+        print(
+            "| shape | baseline ms | baseline TFLOP/s | FA3 TFLOP/s | cuDNN TFLOP/s | FA3/baseline |"
+        )
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for s in full.scenarios:
+            if s.set != "bench":
+                continue
+            fa3, cudnn = s.peers.get("fa3"), s.peers.get("cudnn")
+            ratio = (fa3.tflops / s.tflops) if fa3 and fa3.tflops and s.tflops else None
+            print(
+                f"| {s.name} | {_fmt(s.ms, '.3f')} | {_fmt(s.tflops)} | "
+                f"{_fmt(fa3.tflops if fa3 else None)} | "
+                f"{_fmt(cudnn.tflops if cudnn else None)} | {_fmt(ratio, '.1f')} |"
+            )
+        summary = full.summary
+        print(
+            f"\ngeomean TFLOP/s over bench: baseline {_fmt(summary.geomean_tflops)}; "
+            f"vs peers {json.dumps(summary.vs_peers)}; absent {json.dumps(summary.absent_peers)}"
+        )
+        notes = {n for s in full.scenarios for p in s.peers.values() for n in p.notes}
+        print(f"peer notes: {sorted(notes)[:6]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
