@@ -69,7 +69,8 @@ def main() -> int:
         print(f"reasons: {full.reasons[:3]}")
         print()
         print(
-            "| shape | baseline ms | baseline TFLOP/s | FA3 TFLOP/s | cuDNN TFLOP/s | FA3/baseline |"
+            "| shape | baseline ms | baseline TFLOP/s | FA3 TFLOP/s | cuDNN TFLOP/s"
+            " | FA3/baseline |"
         )
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
         for s in full.scenarios:
