@@ -1,0 +1,100 @@
+"""The judge the engine calls: any callable with the ``Evaluator`` signature.
+
+The real one, ``TaskEvaluator``, runs ``kernelseek_tui.evaluate.api.evaluate`` with the Task
+loaded from the *original* task directory when the session started, so an agent that edits
+``task.toml`` or the reference in its workspace changes nothing the judge uses: only the
+candidate source (and its ``knobs.json``) are read from the workspace. Tests pass stand-ins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.result import EvalResult
+from kernelseek_tui.task import Task
+
+
+class Evaluator(Protocol):
+    """Judge ``source``: ``sets`` None is the task's objective; ``knobs`` the -D values."""
+
+    def __call__(
+        self, source: Path, sets: list[str] | None, *, knobs: dict[str, int] | None = None
+    ) -> EvalResult: ...
+
+
+class TaskEvaluator:
+    """The real evaluator for one task (imports the evaluator only when first called)."""
+
+    def __init__(
+        self,
+        task: Task,
+        *,
+        device: int | None = None,
+        compare: bool = True,
+        timeout_s: float | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
+        self.task = task
+        self.device = device
+        self.compare = compare
+        self.timeout_s = timeout_s
+        self.progress = progress
+
+    def __call__(
+        self, source: Path, sets: list[str] | None, *, knobs: dict[str, int] | None = None
+    ) -> EvalResult:
+        from kernelseek_tui.evaluate.api import evaluate
+
+        return evaluate(
+            self.task,
+            source,
+            sets=sets,
+            knobs=knobs,
+            device=self.device,
+            compare=self.compare,
+            timeout_s=self.timeout_s,
+            progress=self.progress,
+        )
+
+
+EvaluatorFactory = Callable[..., Evaluator]
+
+
+def load_evaluator_factory(spec: str) -> EvaluatorFactory:
+    """``module:function`` -> the function, which is called as ``function(task, **options)``
+    and returns an Evaluator (for tests and demos that stand in for the GPU)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise KernelseekError(f"--evaluator wants MODULE:FUNCTION, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise KernelseekError(f"cannot import evaluator module {module_name!r}: {error}") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise KernelseekError(f"{module_name!r} has no callable {attr!r}")
+    return factory  # type: ignore[no-any-return]
+
+
+def git_blob_sha(data: bytes) -> str:
+    """The sha git gives a blob with these bytes (what ``git hash-object`` prints)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def candidate_sha(source: bytes, knobs: dict[str, int] | None) -> str:
+    """What identifies a candidate: the source's git blob sha, or with knobs a sha over both."""
+    blob = git_blob_sha(source)
+    if not knobs:
+        return blob
+    items = ",".join(f"{k}={v}" for k, v in sorted(knobs.items()))
+    return hashlib.sha1(f"{blob}\n{items}".encode()).hexdigest()
+
+
+def options_dict(**options: Any) -> dict[str, Any]:
+    """Evaluator options without the unset ones."""
+    return {k: v for k, v in options.items() if v is not None}

@@ -1,0 +1,136 @@
+"""Bringing a session killed mid-flight back to a consistent state before its agent goes on.
+
+The engine records a ``tool_call`` before running a tool and its ``tool_result`` after, an
+``eval`` before committing and the ``commit`` after. A crash between two of those leaves one of
+these states, each repaired here, in this order, with new events only (nothing is rewritten):
+
+1. an eval that was to be committed without its ``commit`` event: when the branch has the
+   commit (``find_commit_for_seq``) only the event is added; when it has not and the workspace
+   still holds that very candidate it is committed now; otherwise an ``error`` event says so.
+2. a ``tool_call`` without a ``tool_result``: it is *not* run again (it may have done its work)
+   but answered with an error result saying the harness restarted; for an evaluation that
+   finished, the result carries its summary.
+3. a ``decision`` without the question that answers it: the repertoire answers it now.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernelseek_tui.session.evaluator import candidate_sha
+from kernelseek_tui.session.knobs import read_knobs
+from kernelseek_tui.session.state import event_attrs
+from kernelseek_tui.trace.schema import Event
+
+if TYPE_CHECKING:
+    from kernelseek_tui.session.engine import Engine
+
+RESTARTED = (
+    "The harness restarted while this call was running, so it has no result and was not run "
+    "again. Its effects, if any, are in the workspace: check before relying on them."
+)
+
+
+def reconcile(engine: Engine) -> dict[str, int]:
+    """Repair what a crash left (see the module docstring); returns what was done."""
+    from kernelseek_tui.session.engine import load_result
+
+    events = list(engine.past_events)
+    done = {"commits_recorded": 0, "commits_made": 0, "calls_answered": 0, "decisions_answered": 0}
+
+    committed_seqs = {event_attrs(e).get("eval_seq") for e in events if e.kind == "commit"}
+    last_question: str | None = None
+    for event in events:
+        if event.kind == "question" and event.question_text:
+            last_question = event.question_text
+        if event.kind != "eval":
+            continue
+        attrs = event_attrs(event)
+        if not attrs.get("will_commit") or event.seq in committed_seqs:
+            continue
+        sha = engine.history.find_commit_for_seq(event.seq)
+        if sha is not None:
+            candidate = engine.history.candidate_at(sha)
+            engine.record_commit(event, sha, candidate.n if candidate else None, recovered=True)
+            done["commits_recorded"] += 1
+            continue
+        result = load_result(engine.session_dir, event)
+        if result is not None and _workspace_holds(engine, event, attrs):
+            if engine.commit_eval(
+                event, result, attrs.get("knobs") is not None, question=last_question
+            ):
+                done["commits_made"] += 1
+            continue
+        engine.record(
+            "error",
+            flush=True,
+            role="harness",
+            source="harness",
+            text=f"the verified candidate of eval seq {event.seq} was not committed before the "
+            "harness stopped, and the workspace no longer holds it",
+            attrs={"eval_seq": event.seq, "where": "resume"},
+        )
+
+    answered = {e.tool_call_id for e in events if e.kind == "tool_result"}
+    evals_of_call = {e.parent_event_id: e for e in events if e.kind == "eval"}
+    for call in events:
+        if call.kind != "tool_call" or call.tool_call_id in answered:
+            continue
+        text = RESTARTED
+        finished = evals_of_call.get(call.event_id)
+        if finished is not None and finished.text:
+            text += "\nThe evaluation itself had finished:\n" + finished.text
+        engine._append(
+            "tool_result",
+            flush=True,
+            role="user",
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
+            text=text,
+            is_error=True,
+            turn=call.turn,
+            parent_event_id=call.event_id,
+            attrs={"restarted": True},
+        )
+        done["calls_answered"] += 1
+
+    answered_decisions = {
+        event_attrs(e).get("decision_event_id") for e in events if e.kind == "question"
+    }
+    for decision in events:
+        if decision.kind != "decision" or decision.event_id in answered_decisions:
+            continue
+        ranked = engine.desk.rank(decision.trigger or "manual", engine.state.question_ids)
+        if ranked:
+            question = ranked[0]
+            engine.ask(
+                question.text,
+                question_id=question.id,
+                source="repertoire",
+                trigger=decision.trigger,
+                decision=decision,
+                deliver=False,  # the agent reads it from the trace with everything else
+                attrs={"level": question.level, "recovered": True},
+            )
+            done["decisions_answered"] += 1
+
+    if any(done.values()):
+        engine.record(
+            "control",
+            flush=True,
+            role="harness",
+            source="harness",
+            text="repaired what the crash left: "
+            + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in done.items() if v),
+            attrs={"action": "reconcile", **done},
+        )
+    return done
+
+
+def _workspace_holds(engine: Engine, event: Event, attrs: dict[str, Any]) -> bool:
+    source = engine.workspace / engine.kernel_path
+    try:
+        knobs = read_knobs(engine.workspace, engine.task)
+        return candidate_sha(source.read_bytes(), knobs) == event.candidate_sha
+    except Exception:
+        return False

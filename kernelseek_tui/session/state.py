@@ -1,0 +1,124 @@
+"""What a session has done so far, as counters the engine keeps and rebuilds from its trace.
+
+A fresh session starts from zeros; a resumed one replays its events through ``observe`` and
+arrives at the same numbers the engine had when it stopped: tool calls spent, money spent,
+active time, the best speedup, the questions asked, the inbox offset consumed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelseek_tui.trace.schema import Event
+
+# attrs["action"] of the control events that open a run of the engine (a start or a resume).
+RUN_OPENERS = frozenset({"start", "resume"})
+
+
+def event_attrs(event: Event) -> dict[str, Any]:
+    """An event's ``attrs`` as a dict (an empty one when unset or unreadable)."""
+    if not event.attrs:
+        return {}
+    try:
+        value = json.loads(event.attrs)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(slots=True)
+class SessionState:
+    """Counters over a session's events (see the module docstring)."""
+
+    tool_calls: int = 0  # tool calls executed (skipped ones do not count)
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0  # model calls whose cost is unknown
+    model_calls: int = 0
+    evals: int = 0
+    commits: int = 0
+    best_speedup: float | None = None  # best objective speedup of a verified candidate
+    best_committed: float | None = None
+    last_question: str | None = None
+    question_ids: list[str] = field(default_factory=list)
+    questions: int = 0
+    inbox_offset: int = 0
+    turn: int = 0
+    active_s: float = 0.0  # engine time of the runs before this one
+    paused: bool = False
+    _run_start: int | None = None
+    _last_ts: int | None = None
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> SessionState:
+        state = cls()
+        for event in events:
+            state.observe(event)
+        state.close_run()
+        return state
+
+    def observe(self, event: Event) -> None:
+        """Count one event (in seq order)."""
+        attrs = event_attrs(event)
+        kind = event.kind
+        if kind == "control" and attrs.get("action") in RUN_OPENERS:
+            self.close_run()
+            self._run_start = event.ts
+        self._last_ts = event.ts
+        if event.turn is not None:
+            self.turn = max(self.turn, event.turn)
+        offset = attrs.get("inbox_offset")
+        if isinstance(offset, int):
+            self.inbox_offset = max(self.inbox_offset, offset)
+        if kind == "tool_call" and not attrs.get("skipped"):
+            self.tool_calls += 1
+        elif kind == "message" and event.role == "assistant" and event.model is not None:
+            self.model_calls += 1
+            if event.cost_usd is None:
+                self.unpriced_calls += 1
+            else:
+                self.cost_usd += event.cost_usd
+        elif kind == "eval":
+            self.evals += 1
+            if attrs.get("objective") and event.verdict == "pass":
+                self.best_speedup = better(self.best_speedup, event.speedup)
+        elif kind == "commit":
+            self.commits += 1
+            speedup = attrs.get("speedup")
+            if isinstance(speedup, int | float):
+                self.best_committed = better(self.best_committed, float(speedup))
+        elif kind == "question" and event.question_text:
+            self.questions += 1
+            self.last_question = event.question_text
+            if event.question_id:
+                self.question_ids.append(event.question_id)
+        elif kind == "control" and attrs.get("action") in ("pause", "unpause", "end"):
+            self.paused = attrs.get("action") == "pause"
+
+    def close_run(self) -> None:
+        """Add the run being read to ``active_s`` (its first to its last event)."""
+        if self._run_start is not None and self._last_ts is not None:
+            self.active_s += max(0, self._last_ts - self._run_start) / 1e6
+        self._run_start = None
+
+    def stats(self) -> dict[str, Any]:
+        """The summary ``session.json`` carries for ``kernelseek ls``."""
+        return {
+            "tool_calls": self.tool_calls,
+            "model_calls": self.model_calls,
+            "evals": self.evals,
+            "commits": self.commits,
+            "best_speedup": self.best_speedup,
+            "cost_usd": round(self.cost_usd, 6) if self.model_calls else None,
+            "questions": self.questions,
+        }
+
+
+def better(best: float | None, value: float | None) -> float | None:
+    """The larger of two speedups, ignoring missing and non-finite ones."""
+    if value is None or not math.isfinite(value):
+        return best
+    return value if best is None or value > best else best
