@@ -1,16 +1,119 @@
-"""`kernelseek bisect`: not built yet."""
+"""`kernelseek bisect`: the first candidate of a session that broke something, found by
+evaluating candidates again with the real evaluator (progress on stderr)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 
-from kernelseek_tui.commands.common import not_built
+from kernelseek_tui.commands.common import add_traces_argument
+from kernelseek_tui.errors import KernelseekError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("bisect", help="(not built yet)")
+    parser = sub.add_parser(
+        "bisect",
+        help="find a session's first bad candidate by evaluating candidates again",
+        description="Binary search over a session's candidates between a good and a bad one. "
+        "Good means: every scenario passes (default), a named scenario passes (--scenario), or "
+        "a metric reaches a threshold (--metric, --threshold). Each candidate is exported from "
+        "git (its kernel and knobs.json) and judged by the session's original task. The same "
+        "search works with `git bisect run kernelseek eval TASK --bisect-exit ...`.",
+    )
+    parser.add_argument("session", help="session id, a unique prefix of one, or its directory")
+    parser.add_argument("--good", default="start", help="a good revision (default: the start)")
+    parser.add_argument("--bad", default="HEAD", help="a bad revision (default: the session tip)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--scenario", metavar="NAME", help="good: this scenario passes")
+    which.add_argument("--metric", choices=["speedup", "vs_fa3", "tflops"])
+    parser.add_argument("--threshold", type=float, help="with --metric: good when metric >= X")
+    parser.add_argument(
+        "--set",
+        action="append",
+        dest="sets",
+        metavar="NAME",
+        help="scenario set(s) to judge on (default: the session's objective)",
+    )
+    add_traces_argument(parser)
+    parser.add_argument("--device", type=int, help="GPU index")
+    parser.add_argument("--no-compare", action="store_true", help="skip the peers' timing")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    parser.add_argument("--evaluator", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise not_built("bisect", "a later issue")
+    from kernelseek_tui.history import (
+        BisectProgress,
+        SessionHistory,
+        bisect_candidates,
+        check_criteria,
+        predicate_from_evaluator,
+    )
+    from kernelseek_tui.paths import traces_root
+    from kernelseek_tui.session.evaluator import TaskEvaluator, load_evaluator_factory
+    from kernelseek_tui.session.knobs import read_knobs
+    from kernelseek_tui.session.meta import find_session, read_meta
+    from kernelseek_tui.task import load_task
+
+    check_criteria(scenario=args.scenario, metric=args.metric, threshold=args.threshold)
+    session_dir = find_session(traces_root(args.traces), args.session)
+    meta = read_meta(session_dir)
+    history = SessionHistory.open(Path(meta.repo), meta.session_id)
+    task = load_task(meta.task_dir)
+    kernel = task.source.relative_to(task.dir)
+    sets = args.sets or meta.objective_sets
+    options = {"device": args.device, "compare": not args.no_compare}
+    if args.evaluator:
+        evaluator = load_evaluator_factory(args.evaluator)(task)
+    else:
+        evaluator = TaskEvaluator(task, **options)
+
+    def judge(sha: str, task_dir: Path):  # type: ignore[no-untyped-def]
+        return evaluator(task_dir / kernel, sets, knobs=read_knobs(task_dir, task))
+
+    def progress(p: BisectProgress) -> None:
+        c = p.candidate
+        if p.verdict is None:
+            print(
+                f"bisect: step {p.step} (about {p.steps_left} more): candidate {c.n} "
+                f"{c.short_sha} ({p.remaining} left)",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:
+            print(f"bisect:   candidate {c.n} is {p.verdict}", file=sys.stderr, flush=True)
+
+    good = history.base_sha if args.good == "start" else args.good
+    is_good = predicate_from_evaluator(
+        judge, scenario=args.scenario, metric=args.metric, threshold=args.threshold
+    )
+    outcome = bisect_candidates(history, good, args.bad, is_good, progress)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "first_bad": outcome.first_bad.sha if outcome.first_bad else None,
+                    "suspects": [c.sha for c in outcome.suspects],
+                    "last_good": outcome.last_good,
+                    "steps": [
+                        {"sha": s.candidate.sha, "verdict": s.verdict} for s in outcome.steps
+                    ],
+                },
+                indent=2,
+            )
+        )
+    elif outcome.first_bad is not None:
+        c = outcome.first_bad
+        print(f"first bad candidate: {c.n} {c.sha} {c.subject}")
+        if c.question:
+            print(f"  question before it: {c.question}")
+    elif not outcome.suspects:
+        raise KernelseekError("nothing to bisect between those revisions")
+    else:
+        print("the first bad candidate is one of these (the others could not be judged):")
+        for c in outcome.suspects:
+            print(f"  {c.n} {c.sha} {c.subject}")
+    return 0 if outcome.first_bad is not None else 1

@@ -41,7 +41,12 @@ from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session import evaluation, inbox
 from kernelseek_tui.session.agents.base import Agent, SessionStop
 from kernelseek_tui.session.config import SessionConfig
-from kernelseek_tui.session.evaluator import Evaluator, TaskEvaluator, candidate_sha
+from kernelseek_tui.session.evaluator import (
+    Evaluator,
+    TaskEvaluator,
+    candidate_sha,
+    load_evaluator_factory,
+)
 from kernelseek_tui.session.inbox import InboxCommand, InboxReader
 from kernelseek_tui.session.knobs import KNOBS_FILE, check_knobs, read_knobs, write_knobs
 from kernelseek_tui.session.meta import (
@@ -284,7 +289,12 @@ class Engine:
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
-            self._evaluator = TaskEvaluator(self._task, **self.config.evaluator_options)
+            options = self.config.evaluator_options
+            if self.config.evaluator:
+                factory = load_evaluator_factory(self.config.evaluator)
+                self._evaluator = factory(self._task, **options)
+            else:
+                self._evaluator = TaskEvaluator(self._task, **options)
         return self._evaluator
 
     # -- running --------------------------------------------------------------------------
