@@ -155,3 +155,60 @@ def read_events(session_dir: Path) -> list[Any]:
     from kernelseek_tui.trace.reader import read_session, table_to_events
 
     return table_to_events(read_session(session_dir))
+
+
+class ScriptedAgent:
+    """Runs a fixed list of steps: ("tool", name, input), ("text", words) for limit claims,
+    ("end_turn", reason) for a finish request without the tool. Records each outcome."""
+
+    name = "scripted"
+    commit_policy = "verified"
+    raises_decisions = True
+
+    def __init__(self, steps: list[tuple[Any, ...]]) -> None:
+        self.steps = steps
+        self.outcomes: list[Any] = []
+        self.delivered: list[str] = []
+
+    def run(self, ctx: Any) -> None:
+        done = sum(1 for e in ctx.past_events if e.kind == "tool_call")
+        for step in self.steps[done:]:
+            if step[0] == "tool":
+                self.outcomes.append(ctx.call_tool(step[1], step[2]))
+            elif step[0] == "text":
+                ctx.observe_text(step[1])
+            elif step[0] == "end_turn" and ctx.request_finish(step[1]):
+                ctx.checkpoint()
+            self.delivered.extend(ctx.take_questions())
+
+
+class SequenceEvaluator:
+    """Returns the given speedups in order (None: a failing candidate); records the calls."""
+
+    def __init__(self, speeds: list[float | None]) -> None:
+        self.speeds = list(speeds)
+        self.calls: list[tuple[Path, list[str] | None, dict[str, int] | None]] = []
+
+    def __call__(
+        self, source: Path, sets: list[str] | None, *, knobs: dict[str, int] | None = None
+    ) -> EvalResult:
+        self.calls.append((source, sets, knobs))
+        speed = self.speeds[(len(self.calls) - 1) % len(self.speeds)]
+        if speed is None:
+            return make_result(None, verdict="fail", failed=2)
+        return make_result(speed)
+
+
+def session_config(task_dir: Path, traces: Path, session_id: str = "s1", **changes: Any) -> Any:
+    from kernelseek_tui.session.config import SessionConfig
+
+    values: dict[str, Any] = {
+        "task_dir": task_dir,
+        "traces_root": traces,
+        "session_id": session_id,
+        "agent": "scripted",
+        "repertoire": ROOT / "repertoire.toml",
+        "seed": 7,
+    }
+    values.update(changes)
+    return SessionConfig(**values)
