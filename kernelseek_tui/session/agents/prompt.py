@@ -40,26 +40,20 @@ def system_prompt(ctx: AgentContext, *, shell_timeout_s: float, shell_output_cha
     task = ctx.task
     kernel = ctx.kernel_path
     sets = ", ".join(f"'{name}'" for name in sorted(task.sets))
-    knobs = ""
-    if task.knobs:
-        listed = "; ".join(
-            f"{k.name} in {{{', '.join(str(v) for v in k.values)}}} (default {k.default})"
-            for k in task.knobs
-        )
-        knobs = f"\nThe task declares tunable knobs, passed to the build as -D defines: {listed}."
     tools = "\n".join(f"- {spec.name}: {spec.description}" for spec in TOOL_SPECS)
     return f"""You are working on one CUDA kernel inside a harness that judges every candidate.
 
-Task: {task.name}. The kernel is the file `{kernel}` in your workspace, {ctx.workspace}. Your \
-tools see only the workspace. Its other files (task.toml, the scenario files, the reference) \
-are there to read; editing them changes nothing, because the judge keeps its own copy.
+The kernel is the file `{kernel}` of your workspace, the directory your tools work in (paths \
+are relative to it; nothing outside it can be reached). Its other files (task.toml, the scenario files, the reference) describe the task \
+and are there to read; editing them changes nothing, because the judge keeps its own copy.
 
 Objective: make `{kernel}` as fast as you can while it stays correct. A candidate is verified \
 when every scenario of the objective passes: {describe_objective(task, ctx.objective_sets)}. \
 A scenario passes when the outputs match the reference within the tolerance task.toml states. \
 Speed is the geometric mean, over the timed scenarios, of the starting kernel's time divided \
 by the candidate's; the evaluation also compares it with the peers the task names. Each \
-verified candidate is committed to the session's git branch. The scenario sets are {sets}.{knobs}
+verified candidate is committed to the session's git branch. The scenario sets are {sets}; \
+task.toml also lists the knobs the evaluate tool can set.
 
 Rules: the kernel stays one self-contained .cu file with the entry point, the includes and the \
 libraries task.toml allows; the harness builds it with nvcc and the task's flags.
