@@ -18,8 +18,24 @@ CORE_MODULES = [
     "kernelseek_tui.history.git",
     "kernelseek_tui.history.message",
     "kernelseek_tui.history.session",
+    "kernelseek_tui.task",
+    "kernelseek_tui.scenarios",
+    "kernelseek_tui.expr",
 ]
-EVALUATOR_MODULES = ["kernelseek_tui.evaluate.result"]
+EVALUATOR_MODULES = [
+    "kernelseek_tui.evaluate.result",
+    "kernelseek_tui.evaluate.api",
+    "kernelseek_tui.evaluate.build",
+    "kernelseek_tui.evaluate.check",
+    "kernelseek_tui.evaluate.worker",
+    "kernelseek_tui.evaluate.pool",
+    "kernelseek_tui.evaluate.display",
+    "kernelseek_tui.evaluate.comparators",
+    "kernelseek_tui.evaluate.timing",
+    "kernelseek_tui.evaluate.buffers",
+    "kernelseek_tui.evaluate.baseline_cache",
+    "kernelseek_tui.evaluate.dtypes",
+]
 
 
 def _import_with_blocked(
