@@ -13,6 +13,12 @@ CORE_MODULES = [
     "kernelseek_tui.paths",
     "kernelseek_tui.trace.schema",
     "kernelseek_tui.evaluate.result",
+    "kernelseek_tui.decisions",
+    "kernelseek_tui.repertoire",
+    "kernelseek_tui.repertoire.load",
+    "kernelseek_tui.repertoire.model",
+    "kernelseek_tui.repertoire.ranking",
+    "kernelseek_tui.repertoire.rules",
 ]
 EVALUATOR_MODULES = ["kernelseek_tui.evaluate.result"]
 
