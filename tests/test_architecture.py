@@ -19,7 +19,8 @@ PACKAGE_DIR = Path(kernelseek_tui.__file__).parent
 def _modules() -> list[str]:
     found = ["kernelseek_tui"]
     for info in pkgutil.walk_packages([str(PACKAGE_DIR)], prefix="kernelseek_tui."):
-        found.append(info.name)
+        if not info.name.endswith("__main__"):  # importing it would run the CLI
+            found.append(info.name)
     return sorted(found)
 
 
