@@ -174,8 +174,8 @@ def _parse_params(args: argparse.Namespace, canned: dict[str, Any]) -> dict[str,
         try:
             params[key] = type(default)(value) if default is not None else value
         except ValueError as error:
-            kind = type(default).__name__
-            raise KernelseekError(f"parameter {key} wants a {kind}, got {value!r}") from error
+            kind = "a whole number" if isinstance(default, int) else "a number"
+            raise KernelseekError(f"parameter {key} wants {kind}, got {value!r}") from error
     return params
 
 

@@ -69,7 +69,8 @@ class SessionScan:
 
     @property
     def has_events(self) -> bool:
-        return bool(self.parts) or self.wal_size > 0
+        """True when the directory holds any trace file (readable or not)."""
+        return bool(self.parts) or bool(self.bad) or self.wal_size > 0
 
     @property
     def wal_pending(self) -> bool:
@@ -153,7 +154,10 @@ def scan_session(session_dir: Path, *, warn: bool = True) -> SessionScan:
     if scan.wal_from > scan.wal_size:
         # The segments describe a longer WAL than the one on disk: trust neither offset.
         scan.wal_from = 0
-    scan.needs_dedup = _overlap(scan.parts) or bool(scan.bad)
+    # A segment that covers WAL bytes past ``wal_from`` means the chain broke (a segment was
+    # lost or set aside): the WAL read from there repeats events that later segments hold.
+    beyond = any(p.wal_end is not None and p.wal_end > scan.wal_from for p in scan.parts)
+    scan.needs_dedup = _overlap(scan.parts) or bool(scan.bad) or beyond
     return scan
 
 

@@ -189,8 +189,9 @@ SELECT session_id, seq, ts, kind, role, source,
                 _ONE_LINE.format('''CASE kind
            WHEN 'tool_call' THEN concat(tool_name, ' ', tool_input)
            WHEN 'tool_result' THEN concat(CASE WHEN is_error THEN 'ERROR ' END, text)
-           WHEN 'eval' THEN concat(verdict, ' ', printf('%.3fx', speedup), ' (',
-                                   scenarios_passed, '/', scenarios_total, ')')
+           WHEN 'eval' THEN concat_ws(' ', verdict, printf('%.3fx', speedup),
+               CASE WHEN scenarios_total IS NOT NULL
+                    THEN concat('(', scenarios_passed, '/', scenarios_total, ')') END)
            WHEN 'question' THEN concat('[', coalesce(question_id, source), '] ', question_text)
            WHEN 'commit' THEN concat(left(git_sha, 12), ' ', branch)
            ELSE text END''')

@@ -23,6 +23,8 @@ from kernelseek_tui.trace.wal import read_wal
 
 log = logging.getLogger("kernelseek_tui.trace")
 
+_ATTEMPTS = 4
+
 
 @dataclass(slots=True)
 class SessionSnapshot:
@@ -49,8 +51,21 @@ def read_session_snapshot(
 ) -> SessionSnapshot:
     """Like ``read_session``, plus the WAL offset a live view passes to ``tail_wal`` next."""
     session_dir = Path(session_dir)
-    scan = scan_session(session_dir)
-    return read_scanned(scan, resolve_blobs=resolve_blobs, columns=columns)
+    for _ in range(_ATTEMPTS - 1):
+        try:
+            return read_scanned(
+                scan_session(session_dir),
+                resolve_blobs=resolve_blobs,
+                columns=columns,
+                strict=True,
+            )
+        except PartVanished:
+            continue  # a live writer merged or compacted under us: look again
+    return read_scanned(scan_session(session_dir), resolve_blobs=resolve_blobs, columns=columns)
+
+
+class PartVanished(Exception):
+    """A file the scan listed was removed before it was read (a writer merged or compacted)."""
 
 
 def read_scanned(
@@ -59,8 +74,13 @@ def read_scanned(
     resolve_blobs: bool = True,
     columns: Sequence[str] | None = None,
     full_wal: bool = False,
+    strict: bool = False,
 ) -> SessionSnapshot:
-    """Read the session ``scan`` describes (``full_wal`` re-reads the WAL from offset 0)."""
+    """Read the session ``scan`` describes (``full_wal`` re-reads the WAL from offset 0).
+
+    ``strict`` raises ``PartVanished`` when a listed file is gone by the time it is read,
+    instead of reading around it; the caller scans again.
+    """
     wanted = _columns_to_read(columns, resolve_blobs)
     tables: list[pa.Table] = []
     wal_from = 0 if full_wal else scan.wal_from
@@ -68,6 +88,10 @@ def read_scanned(
     for part in scan.parts:
         try:
             tables.append(conform(pq.read_table(part.path, columns=wanted)))
+        except FileNotFoundError as error:
+            if strict:
+                raise PartVanished(str(part.path)) from error
+            wal_from, exact = 0, True
         except Exception as error:  # a footer that read fine can still hide damaged pages
             log.warning("skipping unreadable Parquet file %s: %s", part.path, error)
             wal_from, exact = 0, True
@@ -75,6 +99,8 @@ def read_scanned(
     wal_offset = scan.wal_size if scan.wal_size else 0
     if scan.wal_size > wal_from:
         chunk = read_wal(scan.paths.wal, wal_from)
+        if chunk.missing and strict:
+            raise PartVanished(str(scan.paths.wal))
         wal_offset = chunk.end
         if chunk.torn_tail and not writer_active(scan.paths.dir):
             log.warning(
@@ -85,7 +111,7 @@ def read_scanned(
             wal = wal.filter(pc.greater(wal.column("seq"), max_seq))
         if wal.num_rows:
             tables.append(wal if wanted is None else wal.select(wanted))
-    table = _combine(tables, wanted)
+    table = combine_parts(tables, wanted)
     if resolve_blobs:
         table = resolve_table(table, BlobStore(scan.paths.blobs))
     if columns is not None:
@@ -129,7 +155,8 @@ def _columns_to_read(columns: Sequence[str] | None, resolve_blobs: bool) -> list
     return [name for name in EVENT_SCHEMA.names if name in wanted]
 
 
-def _combine(tables: list[pa.Table], wanted: list[str] | None) -> pa.Table:
+def combine_parts(tables: list[pa.Table], wanted: list[str] | None) -> pa.Table:
+    """Concatenate parts of one session, sorted by seq with the first copy of each seq kept."""
     if not tables:
         empty = EVENT_SCHEMA.empty_table()
         return empty if wanted is None else empty.select(wanted)

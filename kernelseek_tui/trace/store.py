@@ -26,9 +26,9 @@ import pyarrow.compute as pc
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.paths import SessionPaths
-from kernelseek_tui.trace.layout import conform, scan_session
+from kernelseek_tui.trace.layout import SessionScan, conform, scan_session
 from kernelseek_tui.trace.queries import CANNED, DEFAULT_K, DEFAULT_THRESHOLD, DERIVED_VIEWS
-from kernelseek_tui.trace.reader import read_scanned
+from kernelseek_tui.trace.reader import PartVanished, read_scanned
 from kernelseek_tui.trace.schema import EVENT_SCHEMA
 from kernelseek_tui.trace.wal import read_wal
 
@@ -112,14 +112,22 @@ class TraceStore:
         """Run SQL and stream the result as Arrow record batches (for large results)."""
         import duckdb
 
-        con = self.connect()
-        try:
-            relation = con.sql(sql, params=dict(params) if params else None)
-            if relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
-                return pa.RecordBatchReader.from_batches(pa.schema([]), [])
-            return relation.to_arrow_reader(_BATCH_ROWS)
-        except duckdb.Error as error:
-            raise QueryError(_one_line(error)) from error
+        for attempt in range(2):
+            con = self.connect()
+            try:
+                relation = con.sql(sql, params=dict(params) if params else None)
+                if relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
+                    return pa.RecordBatchReader.from_batches(pa.schema([]), [])
+                return relation.to_arrow_reader(_BATCH_ROWS)
+            except duckdb.IOException as error:
+                # A live writer merged or compacted files the views were built on: rebuild
+                # them from what is on disk now, once.
+                if attempt:
+                    raise QueryError(_one_line(error)) from error
+                self.refresh()
+            except duckdb.Error as error:
+                raise QueryError(_one_line(error)) from error
+        raise AssertionError("unreachable")
 
     def canned(self, name: str, **params: Any) -> pa.Table:
         """Run a canned query by name (see ``CANNED``) with its parameters."""
@@ -211,22 +219,15 @@ class TraceStore:
         tails: list[pa.Table] = []
         rows: list[dict[str, Any]] = []
         for session_dir in sorted(p for p in self.root.iterdir() if p.is_dir()):
-            scan = scan_session(session_dir)
-            if not scan.has_events:
+            gathered = self._gather_session(session_dir)
+            if gathered is None:
                 continue
-            live = scan.wal_pending
-            if scan.needs_dedup:
-                # Rare (a crash mid-compaction, a damaged file): let the reader sort it out.
-                tails.append(read_scanned(scan, resolve_blobs=False).table)
-            else:
-                files.extend(part.path for part in scan.parts)
-                if self.live and scan.wal_pending:
-                    wal = read_wal(scan.paths.wal, scan.wal_from).table
-                    if scan.max_seq is not None:
-                        wal = wal.filter(pc.greater(wal.column("seq"), scan.max_seq))
-                    live = wal.num_rows > 0
-                    if wal.num_rows:
-                        tails.append(wal)
+            scan, session_files, tail = gathered
+            files.extend(session_files)
+            if tail is not None and tail.num_rows:
+                tails.append(tail)
+            live = tail is not None and tail.num_rows > 0 and not scan.needs_dedup
+            live = live or (scan.needs_dedup and scan.wal_pending)
             rows.append(
                 {
                     "session_id": session_dir.name,
@@ -238,6 +239,32 @@ class TraceStore:
                 }
             )
         return files, tails, pa.Table.from_pylist(rows, schema=_SESSIONS_SCHEMA)
+
+    def _gather_session(
+        self, session_dir: Path
+    ) -> tuple[SessionScan, list[Path], pa.Table | None] | None:
+        """One session's Parquet files for the view and the Arrow rows to union with them."""
+        for attempt in range(3):
+            scan = scan_session(session_dir)
+            if not scan.has_events:
+                return None
+            try:
+                if scan.needs_dedup:
+                    # Rare (a crash mid-compaction, a damaged file): the reader sorts it out.
+                    table = read_scanned(scan, resolve_blobs=False, strict=attempt < 2).table
+                    return scan, [], table
+                tail = None
+                if self.live and scan.wal_pending:
+                    chunk = read_wal(scan.paths.wal, scan.wal_from)
+                    if chunk.missing and attempt < 2:
+                        raise PartVanished(str(scan.paths.wal))
+                    tail = chunk.table
+                    if scan.max_seq is not None:
+                        tail = tail.filter(pc.greater(tail.column("seq"), scan.max_seq))
+                return scan, [part.path for part in scan.parts], tail
+            except PartVanished:
+                continue  # a live writer compacted under us: scan again
+        return None
 
 
 def _status(paths: SessionPaths) -> str | None:

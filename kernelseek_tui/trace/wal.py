@@ -124,6 +124,7 @@ class WalChunk:
     start: int
     end: int  # byte offset just past the last complete line read
     torn_tail: int  # bytes after ``end`` that do not (yet) end in a newline
+    missing: bool = False  # there was no WAL file
 
 
 def read_wal(path: Path, offset: int = 0) -> WalChunk:
@@ -136,7 +137,7 @@ def read_wal(path: Path, offset: int = 0) -> WalChunk:
             handle.seek(offset)
             data = handle.read()
     except FileNotFoundError:
-        return WalChunk(EVENT_SCHEMA.empty_table(), offset, offset, 0)
+        return WalChunk(EVENT_SCHEMA.empty_table(), offset, offset, 0, missing=True)
     lines, tail = complete_part(data)
     table = decode_lines(lines, origin=str(path))
     return WalChunk(table, offset, offset + len(lines), len(tail))

@@ -39,10 +39,12 @@ from kernelseek_tui.trace.durable import TMP_SUFFIX, fsync_dir, write_parquet_at
 from kernelseek_tui.trace.layout import (
     LOCK_NAME,
     SessionScan,
+    conform,
     part_metadata,
     scan_session,
     segment_name,
 )
+from kernelseek_tui.trace.reader import combine_parts as _combine
 from kernelseek_tui.trace.reader import read_scanned
 from kernelseek_tui.trace.schema import Event, to_json_text
 from kernelseek_tui.trace.wal import decode_lines, encode_line, event_to_wal_dict, read_wal
@@ -76,6 +78,8 @@ class TraceWriter:
     Tuning: ``batch_size`` events buffered before ``append`` flushes by itself;
     ``flush_interval_s`` how often the background thread flushes what is buffered;
     ``roll_events`` / ``roll_interval_s`` when flushed batches are rolled into a segment;
+    ``max_segments`` how many segments may pile up before they are merged into one (so that a
+    long, slow session does not leave thousands of small files for readers to open);
     ``inline_limit`` the longest ``text``/``tool_input``/``attrs`` kept inline (characters);
     ``fsync`` False only for throwaway traces (tests of other parts, benchmarks of them).
     """
@@ -88,7 +92,8 @@ class TraceWriter:
         batch_size: int = 1024,
         flush_interval_s: float = 0.2,
         roll_events: int = 4096,
-        roll_interval_s: float = 5.0,
+        roll_interval_s: float = 30.0,
+        max_segments: int = 16,
         inline_limit: int = DEFAULT_INLINE_LIMIT,
         fsync: bool = True,
     ) -> None:
@@ -98,6 +103,7 @@ class TraceWriter:
         self._flush_interval_s = flush_interval_s
         self._roll_events = max(1, roll_events)
         self._roll_interval_s = roll_interval_s
+        self._max_segments = max(2, max_segments)
         self._inline_limit = inline_limit
         self._fsync = fsync
         self._blobs = BlobStore(self.paths.blobs)
@@ -298,11 +304,15 @@ class TraceWriter:
                     self.paths, self.session_id, table, batches[0].start, batches[-1].end
                 )
             self._error = None
-            return True
         except Exception as error:
             log.warning("could not roll a trace segment of %s: %s", self.session_id, error)
             self._error = error
             return False
+        try:
+            merge_segments(self.paths.dir, self.session_id, self._max_segments)
+        except Exception as error:  # the small segments are still there and still correct
+            log.warning("could not merge trace segments of %s: %s", self.session_id, error)
+        return True
 
     def _recover(self) -> int:
         """Bring a session left by a crash back to a consistent state; return the next seq."""
@@ -362,6 +372,31 @@ def compact_session(session_dir: Path, session_id: str) -> Path | None:
         paths.wal.unlink()
     fsync_dir(paths.dir)
     return paths.events
+
+
+def merge_segments(session_dir: Path, session_id: str, max_segments: int) -> Path | None:
+    """Merge the session's segments into one when there are more than ``max_segments``.
+
+    The merged file records the WAL range of all it replaces; the old files go only after it is
+    durable, and a crash in between leaves overlapping segments that readers deduplicate.
+    """
+    paths = SessionPaths(Path(session_dir))
+    scan = scan_session(paths.dir, warn=False)
+    segments = [p for p in scan.parts if p.path.parent == paths.segments]
+    if len(segments) <= max_segments:
+        return None
+    ranged = [p for p in segments if p.wal_start is not None and p.wal_end is not None]
+    tables = [conform(pq.read_table(p.path)) for p in segments]
+    table = _combine(tables, None)
+    start = min(p.wal_start for p in ranged if p.wal_start is not None) if ranged else 0
+    end = max(p.wal_end for p in ranged if p.wal_end is not None) if ranged else 0
+    target = _write_segment(paths, session_id, table, start, end)
+    for part in segments:
+        if part.path != target:
+            with contextlib.suppress(FileNotFoundError):
+                part.path.unlink()
+    fsync_dir(paths.segments)
+    return target
 
 
 def _write_segment(
