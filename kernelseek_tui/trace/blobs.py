@@ -67,11 +67,15 @@ class BlobStore:
 
 def externalize(row: dict[str, Any], store: BlobStore, limit: int) -> dict[str, Any]:
     """The row with any payload longer than ``limit`` characters moved into the blob store."""
-    big = [
-        name for name in BLOB_COLUMNS if isinstance(row.get(name), str) and len(row[name]) > limit
-    ]
-    if not big:
+    text, tool_input, attrs = row.get("text"), row.get("tool_input"), row.get("attrs")
+    # The common case, checked without building anything: nothing is large.
+    if (
+        (text is None or len(text) <= limit)
+        and (tool_input is None or len(tool_input) <= limit)
+        and (attrs is None or len(attrs) <= limit)
+    ):
         return row
+    big = [name for name in BLOB_COLUMNS if len(row.get(name) or "") > limit]
     out = dict(row)
     refs: dict[str, str | None] = {}
     for name in ("text", "tool_input"):

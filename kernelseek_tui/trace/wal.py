@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import operator
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,14 +34,24 @@ WAL_PARSE_SCHEMA: Final = pa.schema(
 _BLOCK_SIZE: Final = 4 << 20
 
 
+# One getter and one encoder for every event: building them per call cost a third of the
+# append path.
+_GET_COLUMNS: Final = operator.attrgetter(*COLUMN_NAMES)
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def event_to_wal_dict(event: Event) -> dict[str, Any]:
     """The event as the WAL stores it: only the columns that are not None."""
-    return {name: value for name in COLUMN_NAMES if (value := getattr(event, name)) is not None}
+    return {
+        name: value
+        for name, value in zip(COLUMN_NAMES, _GET_COLUMNS(event), strict=True)
+        if value is not None
+    }
 
 
 def encode_line(row: dict[str, Any]) -> bytes:
     """One WAL line (with its newline) for a row dict of set columns."""
-    text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    text = _ENCODER.encode(row)
     try:
         return text.encode("utf-8") + b"\n"
     except UnicodeEncodeError:

@@ -247,16 +247,19 @@ class TraceWriter:
             event = item
             event.seq = seq
             event.session_id = self.session_id
-        else:
-            values = {**(item or {}), **extra}
-            values["session_id"] = self.session_id
-            values["seq"] = seq
-            event = Event(**values)
+            for name in _JSON_COLUMNS:
+                value = getattr(event, name)
+                if value is not None and not isinstance(value, str):
+                    setattr(event, name, to_json_text(value))
+            return event
+        values = {**(item or {}), **extra}
+        values["session_id"] = self.session_id
+        values["seq"] = seq
         for name in _JSON_COLUMNS:
-            value = getattr(event, name)
+            value = values.get(name)
             if value is not None and not isinstance(value, str):
-                setattr(event, name, to_json_text(value))
-        return event
+                values[name] = to_json_text(value)
+        return Event(**values)
 
     def _run(self) -> None:
         pending: list[_Batch] = []
