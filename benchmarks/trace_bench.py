@@ -153,7 +153,8 @@ def main() -> int:
         many = work / "many"
         start = time.perf_counter()
         generate_sessions_fast(many, count=args.sessions)
-        print(f"\n[query] {args.sessions} sessions generated in {time.perf_counter() - start:.1f} s")
+        elapsed = time.perf_counter() - start
+        print(f"\n[query] {args.sessions} sessions generated in {elapsed:.1f} s")
         store = TraceStore(many)
         start = time.perf_counter()
         store.connect()

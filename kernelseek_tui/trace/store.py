@@ -226,8 +226,9 @@ class TraceStore:
             files.extend(session_files)
             if tail is not None and tail.num_rows:
                 tails.append(tail)
-            live = tail is not None and tail.num_rows > 0 and not scan.needs_dedup
-            live = live or (scan.needs_dedup and scan.wal_pending)
+            # "live": the view holds WAL events that no Parquet file has yet.
+            has_tail = tail is not None and tail.num_rows > 0
+            live = scan.wal_pending if scan.needs_dedup else has_tail
             rows.append(
                 {
                     "session_id": session_dir.name,
