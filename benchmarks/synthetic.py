@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import binascii
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -35,7 +34,6 @@ from kernelseek_tui.trace.writer import TraceWriter
 
 __all__ = [
     "QUESTIONS",
-    "SyntheticShape",
     "generate_session",
     "generate_sessions_fast",
     "session_table",
@@ -63,15 +61,6 @@ _MODELS: Final = ("claude-sonnet-4-5", "claude-opus-4-1")
 
 # Unit kinds before expansion into events.
 _TC, _MSG, _THINK, _EVAL, _Q = range(5)
-
-
-@dataclass(frozen=True, slots=True)
-class SyntheticShape:
-    """How big a synthetic session is."""
-
-    tool_calls: int = 11_500
-    evals: int = 400
-    questions: int = 160
 
 
 def session_table(
