@@ -41,20 +41,17 @@ __all__ = [
 
 START_US: Final = 1_780_000_000_000_000  # 2026-05-28, a fixed origin so seeds reproduce
 
-QUESTIONS: Final = (
-    ("measure-first", "What does the profiler say the kernel is waiting on?"),
-    ("memory-traffic", "How many bytes does each tile move, and how many does it need to?"),
-    ("instruction-mix", "Which instructions dominate the inner loop?"),
-    ("sync-cost", "Where do warps wait for each other, and is every wait needed?"),
-    ("occupancy", "What limits how many blocks run at once on an SM?"),
-    ("algorithm-shape", "Is there a different order of the same work that reuses more?"),
-    ("limit-pushback", "You said this is the limit: what measurement shows it?"),
-    ("pipeline", "What is the GPU doing while the next tile loads?"),
-    ("register-pressure", "Where do registers spill, and why?"),
-    ("tail-effects", "How much time goes to the last wave of blocks?"),
-    ("baseline-diff", "What does the fastest version do that this one does not?"),
-    ("assumptions", "Which assumption about the hardware have you not checked?"),
-)
+
+def _repertoire_questions() -> tuple[tuple[str, str], ...]:
+    # Draw from the shipped repertoire, so that stats over synthetic traces name real questions.
+    import tomllib
+
+    path = Path(__file__).resolve().parents[1] / "repertoire.toml"
+    entries = tomllib.loads(path.read_text())["question"]
+    return tuple((entry["id"], entry["text"]) for entry in entries)
+
+
+QUESTIONS: Final = _repertoire_questions()
 _TRIGGERS: Final = ("plateau", "limit_claim", "finish_request", "failure_streak", "manual")
 _TOOLS: Final = ("bash", "read_file", "write_file", "edit_file", "evaluate", "grep", "list_dir")
 _MODELS: Final = ("claude-sonnet-4-5", "claude-opus-4-1")
