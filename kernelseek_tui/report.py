@@ -84,7 +84,8 @@ def plot_png(series: SessionSeries, path: Path, title: str) -> None:
             if s is not None
         ]
         if points:
-            ax.scatter(*zip(*points, strict=True), s=10, alpha=0.5, label="passing evals")
+            xs, ys = zip(*points, strict=True)
+            ax.scatter(xs, ys, s=10, alpha=0.5, label="passing evals")
     for calls in series.question_calls:
         ax.axvline(calls, color="tab:orange", alpha=0.35, linewidth=1)
     if series.question_calls:
