@@ -36,7 +36,9 @@ def _fa3(tensors: dict[str, Any], fields: dict[str, int], floats: dict[str, floa
     causal = bool(fields["causal"])
 
     def run() -> dict[str, Any]:
-        result = flash_attn_func(q, k, v, softmax_scale=scale, causal=causal, return_attn_probs=True)
+        result = flash_attn_func(
+            q, k, v, softmax_scale=scale, causal=causal, return_attn_probs=True
+        )
         out, lse = (result[0], result[1]) if isinstance(result, tuple) else (result, None)
         return {"out": out, "lse": lse} if lse is not None else {"out": out}
 

@@ -89,7 +89,7 @@ def evaluate(
     scenarios_file: Path | None = None,
     random_count: int | None = None,
     seed: int | None = None,
-    device: int | None = None,
+    device: int | str | None = None,
     timeout_s: float | None = None,
     stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
     knobs: dict[str, int] | None = None,
@@ -194,7 +194,7 @@ def _run_worker(
     request: dict[str, Any],
     result: EvalResult,
     *,
-    device: int | None,
+    device: int | str | None,
     timeout_s: float,
     stall_timeout_s: float,
     notify: Progress,
@@ -202,7 +202,14 @@ def _run_worker(
     """Run the worker, filling ``result.scenarios``; True when the harness itself failed."""
     env = dict(os.environ)
     if device is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(device)
+        # An index counts within what this process may see, as CUDA itself would count it.
+        visible = [d for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+        chosen = str(device)
+        if isinstance(device, int) and visible:
+            if device >= len(visible):
+                raise KernelseekError(f"GPU index {device} is not among {','.join(visible)}")
+            chosen = visible[device]
+        env["CUDA_VISIBLE_DEVICES"] = chosen
     env["PYTHONUNBUFFERED"] = "1"
     process = subprocess.Popen(
         WORKER_COMMAND,

@@ -37,7 +37,7 @@ class ScenarioResult:
     reasons: list[str] = field(default_factory=list)
     max_error: float | None = None
     tolerance: float | None = None
-    lse_error: float | None = None
+    output_errors: dict[str, float | None] = field(default_factory=dict)  # max |x - ref|
     ms: float | None = None
     tflops: float | None = None
     baseline_ms: float | None = None

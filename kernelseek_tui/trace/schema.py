@@ -11,7 +11,7 @@ import dataclasses
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import pyarrow as pa
@@ -89,6 +89,16 @@ def now_us() -> int:
     return int(datetime.now(UTC).timestamp() * 1_000_000)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def datetime_to_us(value: datetime) -> int:
+    """Exact microseconds since the epoch (a naive datetime is taken as UTC)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return (value - _EPOCH) // timedelta(microseconds=1)
+
+
 def new_event_id() -> str:
     return uuid.uuid4().hex
 
@@ -149,7 +159,7 @@ class Event:
         values: dict[str, Any] = {k: row.get(k) for k in COLUMN_NAMES if k in row}
         ts = values.get("ts")
         if isinstance(ts, datetime):
-            values["ts"] = int(ts.timestamp() * 1_000_000)
+            values["ts"] = datetime_to_us(ts)
         return cls(**values)
 
     def attrs_dict(self) -> dict[str, Any]:
