@@ -97,6 +97,7 @@ class KnobEvaluator:
 
     def __init__(self, fail: Callable[[dict[str, int]], bool] | None = None) -> None:
         self.calls: list[dict[str, int]] = []
+        self.sets: list[list[str] | None] = []
         self.fail = fail or (lambda knobs: False)
 
     def __call__(
@@ -104,6 +105,7 @@ class KnobEvaluator:
     ) -> EvalResult:
         point = {"BLOCK_M": 64, "BLOCK_N": 64, **(knobs or {})}
         self.calls.append(point)
+        self.sets.append(sets)
         if self.fail(point):
             return make_result(None, verdict="fail", failed=2)
         return make_result(knob_speed(point))
