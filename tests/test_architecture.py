@@ -27,6 +27,11 @@ def _modules() -> list[str]:
 ALL_MODULES = _modules()
 CORE_MODULES = [m for m in ALL_MODULES if not m.startswith("kernelseek_tui.tui")]
 EVALUATOR_MODULES = [m for m in ALL_MODULES if m.startswith("kernelseek_tui.evaluate")]
+# The engine and its agents run on the GPU box, which has no textual, anthropic or duckdb: the
+# claude agent loads the SDK only when it runs, the engine DuckDB only for question stats.
+SESSION_MODULES = [m for m in ALL_MODULES if m.startswith("kernelseek_tui.session")] + [
+    f"kernelseek_tui.commands.{name}" for name in ("run", "ls", "attach", "bisect")
+]
 
 
 def _import_with_blocked(
@@ -56,6 +61,12 @@ def test_core_imports_without_textual(module: str) -> None:
 
 @pytest.mark.parametrize("module", EVALUATOR_MODULES)
 def test_evaluator_imports_without_ui_agent_or_database(module: str) -> None:
+    result = _import_with_blocked([module], ["textual", "anthropic", "duckdb"])
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("module", SESSION_MODULES)
+def test_engine_and_agents_import_without_ui_sdk_or_database(module: str) -> None:
     result = _import_with_blocked([module], ["textual", "anthropic", "duckdb"])
     assert result.returncode == 0, result.stderr
 

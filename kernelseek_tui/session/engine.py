@@ -309,6 +309,7 @@ class Engine:
         self.meta.host = socket.gethostname()
         self.meta.status = RUNNING
         self.meta.end_reason = None
+        self.meta.config = self.config.to_dict()  # a resume may have changed budgets
         self._write_meta()
         self._collected = []
         self._append(
