@@ -45,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kernelseek_tui.evaluate.result import EvalResult
     from kernelseek_tui.history import (
         BisectProgress,
         SessionHistory,
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         evaluator = TaskEvaluator(task, **options)
 
-    def judge(sha: str, task_dir: Path):  # type: ignore[no-untyped-def]
+    def judge(sha: str, task_dir: Path) -> EvalResult:
         return evaluator(task_dir / kernel, sets, knobs=read_knobs(task_dir, task))
 
     def progress(p: BisectProgress) -> None:

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     sessions = list_sessions(root)
     if args.json:
         for s in sessions:
-            row = {
+            record = {
                 "session_id": s.meta.session_id,
                 "task": s.meta.task,
                 "agent": s.meta.agent,
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
                 "updated": s.meta.updated,
                 "dir": str(s.dir),
             }
-            print(json.dumps(row, sort_keys=True))
+            print(json.dumps(record, sort_keys=True))
         return 0
     if not sessions:
         print(f"no sessions under {root}")

@@ -378,7 +378,11 @@ class Engine:
             self._terminate.set()
 
         previous = signal.signal(signal.SIGTERM, on_term)
-        return lambda: signal.signal(signal.SIGTERM, previous)
+
+        def restore() -> None:
+            signal.signal(signal.SIGTERM, previous)
+
+        return restore
 
     # -- the trace ------------------------------------------------------------------------
 

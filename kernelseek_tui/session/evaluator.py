@@ -78,7 +78,7 @@ def load_evaluator_factory(spec: str) -> EvaluatorFactory:
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise KernelseekError(f"{module_name!r} has no callable {attr!r}")
-    return factory  # type: ignore[no-any-return]
+    return factory
 
 
 def git_blob_sha(data: bytes) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.session.agents.base import AgentContext, SessionStop
+from kernelseek_tui.session.agents.base import AgentContext, CommitPolicy, SessionStop
 from kernelseek_tui.session.agents.claude_api import (
     RetryPolicy,
     block_to_param,
@@ -49,9 +49,9 @@ class ClaudeAgent:
     replace the defaults in tests; ``sleep`` is what retries wait with.
     """
 
-    name = "claude"
-    commit_policy = "verified"
-    raises_decisions = True
+    name: str = "claude"
+    commit_policy: CommitPolicy = "verified"
+    raises_decisions: bool = True
 
     def __init__(
         self,

@@ -44,8 +44,9 @@ def system_prompt(ctx: AgentContext, *, shell_timeout_s: float, shell_output_cha
     return f"""You are working on one CUDA kernel inside a harness that judges every candidate.
 
 The kernel is the file `{kernel}` of your workspace, the directory your tools work in (paths \
-are relative to it; nothing outside it can be reached). Its other files (task.toml, the scenario files, the reference) describe the task \
-and are there to read; editing them changes nothing, because the judge keeps its own copy.
+are relative to it; nothing outside it can be reached). Its other files (task.toml, the \
+scenario files, the reference) describe the task and are there to read; editing them changes \
+nothing, because the judge keeps its own copy.
 
 Objective: make `{kernel}` as fast as you can while it stays correct. A candidate is verified \
 when every scenario of the objective passes: {describe_objective(task, ctx.objective_sets)}. \

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.session.agents.base import AgentContext
+from kernelseek_tui.session.agents.base import AgentContext, CommitPolicy
 from kernelseek_tui.session.state import event_attrs
 from kernelseek_tui.trace.schema import Event
 
@@ -69,9 +69,9 @@ def plan_replay(events: list[Event]) -> list[ReplayStep]:
 class ReplayAgent:
     """Replays the session recorded in ``replay_from`` (a session directory)."""
 
-    name = "replay"
-    commit_policy = "verified"
-    raises_decisions = False
+    name: str = "replay"
+    commit_policy: CommitPolicy = "verified"
+    raises_decisions: bool = False
 
     def __init__(self, replay_from: str | Path) -> None:
         self.source_dir = Path(replay_from).expanduser().resolve()

@@ -18,7 +18,7 @@ import itertools
 import math
 from typing import Any
 
-from kernelseek_tui.session.agents.base import AgentContext
+from kernelseek_tui.session.agents.base import AgentContext, CommitPolicy
 from kernelseek_tui.session.state import event_attrs
 from kernelseek_tui.task import Knob
 
@@ -32,9 +32,9 @@ def point_key(knobs: dict[str, int]) -> Point:
 class TunerAgent:
     """Knob search (see the module docstring). ``margin``: how much faster counts as better."""
 
-    name = "tuner"
-    commit_policy = "improvements"
-    raises_decisions = False  # it cannot read a question: asking one would only be noise
+    name: str = "tuner"
+    commit_policy: CommitPolicy = "improvements"
+    raises_decisions: bool = False  # it cannot read a question: asking one would only be noise
 
     def __init__(self, margin: float = 0.0) -> None:
         if not (math.isfinite(margin) and margin >= 0):
