@@ -206,3 +206,30 @@ def test_a_tuner_session_runs_without_textual_anthropic_or_duckdb(
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ended: done" in result.stdout
     assert read_meta(tmp_path / "tr" / "gpu-like").stats["commits"] == 2
+
+
+def test_sigterm_ends_a_background_session_cleanly(tmp_path: Path, env: dict[str, str]) -> None:
+    import signal
+
+    task = make_task_repo(tmp_path / "user")
+    env["KS_TEST_DELAY"] = "0.3"
+    kernelseek(
+        env, tmp_path, "run", str(task), "--agent", "tuner", "--set", "quick", "--detach",
+        "--session-id", "term", "--traces", "tr", "--evaluator", STUB, check=True,
+    )  # fmt: skip
+    session_dir = tmp_path / "tr" / "term"
+    counter = tmp_path / "count"
+    deadline = time.monotonic() + 30
+    while not (counter.exists() and counter.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(read_meta(session_dir).pid, signal.SIGTERM)
+    while read_meta(session_dir).status != "finished" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    meta = read_meta(session_dir)
+    assert meta.end_reason == "terminated"
+    events = read_events(session_dir)
+    assert events[-1].kind == "control" and json.loads(events[-1].attrs)["reason"] == "terminated"
+    # The evaluation under way when the signal came was finished and recorded, not cut off.
+    calls = [e.tool_call_id for e in events if e.kind == "tool_call"]
+    assert sorted(calls) == sorted(e.tool_call_id for e in events if e.kind == "tool_result")
+    assert len(calls) < 7

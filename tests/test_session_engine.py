@@ -401,3 +401,34 @@ def test_starting_twice_or_an_unknown_objective_set_is_refused(
     with pytest.raises(KernelseekError, match="no scenario set 'nope'"):
         Engine.start(session_config(task_dir, tmp_path / "traces", "s9", objective_sets=["nope"]))
     assert SessionHistory.open(task_dir, "s1").candidates() == []
+
+
+def test_the_repertoire_ranking_reads_the_record_of_past_sessions(
+    task_dir: Path, tmp_path: Path
+) -> None:
+    from kernelseek_tui.session.questions import QuestionDesk
+
+    engine, _, _, _ = run(
+        task_dir, tmp_path, [EVALUATE] * 4, [1.2, 1.2, 1.2, 2.0], decisions={"plateau_evals": 2}
+    )
+    asked = next(e for e in read_events(engine.session_dir) if e.kind == "question")
+    desk = QuestionDesk(
+        repertoire_path=None, traces_root=tmp_path / "traces", session_id="next", seed=1
+    )
+    record = desk.stats()[asked.question_id]  # a real DuckDB query over the finished trace
+    assert (record.asked, record.followed_by_jump) == (1, 1)
+    assert desk.problems == []
+
+
+def test_the_real_evaluator_judges_a_forbidden_include_without_a_gpu(
+    task_dir: Path, tmp_path: Path
+) -> None:
+    rigged = "#include <cublas_v2.h>\n" + (task_dir / "baseline.cu").read_text()
+    steps = [("tool", "write_file", {"path": "baseline.cu", "content": rigged}), EVALUATE]
+    engine = Engine.start(session_config(task_dir, tmp_path / "traces"))
+    agent = ScriptedAgent(steps)
+    engine.run(agent)
+    evaluation = next(e for e in read_events(engine.session_dir) if e.kind == "eval")
+    assert evaluation.verdict == "fail"
+    assert "cublas_v2.h" in agent.outcomes[1].text
+    assert engine.history.candidates() == []
