@@ -233,3 +233,30 @@ def test_sigterm_ends_a_background_session_cleanly(tmp_path: Path, env: dict[str
     calls = [e.tool_call_id for e in events if e.kind == "tool_call"]
     assert sorted(calls) == sorted(e.tool_call_id for e in events if e.kind == "tool_result")
     assert len(calls) < 7
+
+
+def test_replay_from_a_recorded_session_on_the_command_line(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    task = make_task_repo(tmp_path / "user")
+    common = ["--set", "quick", "--traces", "tr", "--evaluator", STUB]
+    kernelseek(env, tmp_path, "run", str(task), "--session-id", "orig", *common, check=True)
+    again = kernelseek(
+        env, tmp_path, "run", str(task), "--agent", "replay", "--replay-from", "tr/orig",
+        "--session-id", "again", *common, check=True,
+    )  # fmt: skip
+    assert "again: replay on flash_fwd" in again.stdout
+    knobs = [
+        [e.tool_input_dict() for e in read_events(tmp_path / "tr" / s) if e.kind == "tool_call"]
+        for s in ("orig", "again")
+    ]
+    assert knobs[0] == knobs[1] and len(knobs[0]) == 7
+    # The replay commits every verified candidate; the tuner committed only its improvements.
+    assert read_meta(tmp_path / "tr" / "again").stats["commits"] == 7
+    assert read_meta(tmp_path / "tr" / "orig").stats["commits"] == 2
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    refused = kernelseek(
+        env, tmp_path, "run", str(task), "--agent", "replay", "--replay-from", str(empty), *common
+    )
+    assert refused.returncode == 2 and "no recorded events" in refused.stderr

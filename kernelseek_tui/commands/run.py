@@ -258,6 +258,8 @@ def _resume(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         raise KernelseekError("--resume takes the session, not a TASK_DIR")
     session_dir = find_session(traces_root(args.traces), args.resume)
     stored = read_meta(session_dir).config
+    if stored.get("agent") == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):
+        raise KernelseekError("this session's claude agent needs $ANTHROPIC_API_KEY to go on")
     overrides: dict[str, Any] = dict(_engine_options(settings))
     budgets = _budgets(settings)
     if budgets:
@@ -353,7 +355,10 @@ def _make(config: Any) -> Any:
     options = dict(config.agent_options)
     if config.agent == "claude":
         options["model"] = config.model
-    return make_agent(config.agent, **options)
+    agent = make_agent(config.agent, **options)
+    if config.agent == "replay":
+        agent.steps()  # type: ignore[attr-defined]  # nothing to replay is an error now
+    return agent
 
 
 class Reporter:
@@ -378,7 +383,7 @@ class Reporter:
                 f"{event.scenarios_total}  speedup {speed}  best {best}"
             )
         if kind == "commit":
-            return f"[{event.seq}] commit {event.git_sha[:10]} {event.text or ''}"
+            return f"[{event.seq}] commit {event.text or event.git_sha}"
         if kind == "control":
             return f"[{event.seq}] {event.text}"
         if self.quiet:

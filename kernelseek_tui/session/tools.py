@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -313,29 +314,32 @@ def run_shell(
 ) -> ToolOutcome:
     """Run ``command`` with bash in ``cwd``; stdout and stderr together, then the exit code.
 
-    The command gets its own process group, so a timeout kills what it started as well.
+    The command gets its own process group, so a timeout kills what it started as well. Its
+    output goes to a temporary file rather than a pipe: memory stays bounded however much it
+    prints, and a process that escaped the group cannot keep the tool waiting on the pipe.
     """
     if not isinstance(command, str) or not command.strip():
         raise ToolError("command must be a non-empty string")
     started = time.monotonic()
-    process = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=cwd,
-        env=dict(env) if env is not None else scrubbed_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    timed_out = False
-    try:
-        out, _ = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        out, _ = process.communicate()
-    text = cap_output(out.decode("utf-8", errors="replace"), output_chars)
+    with tempfile.TemporaryFile() as out:
+        process = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=dict(env) if env is not None else scrubbed_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        text = _read_capped(out, output_chars)
     seconds = time.monotonic() - started
     if timed_out:
         return ToolOutcome(
@@ -349,3 +353,16 @@ def run_shell(
         is_error=code != 0,
         data={"exit_code": code, "seconds": seconds},
     )
+
+
+def _read_capped(handle: Any, limit: int) -> str:
+    """The head and tail of what was written to ``handle``, about ``limit`` characters."""
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(0)
+    # Four bytes a character at most: read enough of each end, decode, then cut to size.
+    if size <= limit * 4:
+        return cap_output(handle.read().decode("utf-8", errors="replace"), limit)
+    head = handle.read(limit * 4).decode("utf-8", errors="replace")[: int(limit * 0.6)]
+    handle.seek(size - limit * 4)
+    tail = handle.read().decode("utf-8", errors="replace")[-(limit - len(head)) :]
+    return f"{head}\n[... about {size - len(head) - len(tail)} bytes cut ...]\n{tail}"
