@@ -1,7 +1,8 @@
 """A session: an agent improving one task's kernel inside the harness.
 
-- :mod:`.engine`: :class:`Engine` (start, resume, run), the tools' dispatch, evaluations,
-  commits, decision moments, budgets and the control inbox.
+- :mod:`.engine`: :class:`Engine` (start, resume, run) and the tool calls, built on
+  :mod:`.core` (shared state, the trace), :mod:`.control` (inbox, pause, checkpoints),
+  :mod:`.asking` (decision moments, questions) and :mod:`.judging` (evaluations, commits).
 - :mod:`.config`: :class:`SessionConfig` and :class:`Budgets`.
 - :mod:`.tools`: the workspace file tools and the shell, confined and without secrets.
 - :mod:`.inbox`: the control inbox and the ``attached`` heartbeat.

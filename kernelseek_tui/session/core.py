@@ -1,0 +1,221 @@
+"""The state every part of the engine shares, and the trace and ``session.json`` writes.
+
+``EngineCore`` holds the session (config, meta, history, task, workspace, trace writer, the
+counters rebuilt from the trace, the decision detector, the question desk, the inbox reader)
+and the one place events are appended. The parts of the engine build on it: ``control`` (the
+inbox, pausing), ``asking`` (decision moments and questions), ``judging`` (evaluations and
+commits) and ``engine`` (the lifecycle and the tool calls).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelseek_tui.decisions import DecisionConfig, DecisionDetector
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.history import SessionHistory
+from kernelseek_tui.paths import SessionPaths
+from kernelseek_tui.session.config import SessionConfig
+from kernelseek_tui.session.evaluator import Evaluator, TaskEvaluator, load_evaluator_factory
+from kernelseek_tui.session.inbox import InboxCommand, InboxReader
+from kernelseek_tui.session.meta import SessionMeta, write_meta
+from kernelseek_tui.session.questions import QuestionDesk
+from kernelseek_tui.session.state import SessionState, event_attrs
+from kernelseek_tui.session.tools import Workspace
+from kernelseek_tui.task import Task
+from kernelseek_tui.trace.schema import Event
+
+log = logging.getLogger("kernelseek_tui.session")
+
+META_EVERY_S = 5.0
+AGENT_EVENT_KINDS = frozenset({"message", "thinking", "compaction", "error", "control"})
+
+
+class EngineCore:
+    """The shared state of a session's engine (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        config: SessionConfig,
+        meta: SessionMeta,
+        history: SessionHistory,
+        task: Task,
+        events: list[Event],
+        evaluator: Evaluator | None,
+        resumed: bool,
+        on_event: Callable[[Event], None] | None = None,
+        writer_options: dict[str, Any] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        from kernelseek_tui.trace.writer import TraceWriter
+
+        self.config = config
+        self.meta = meta
+        self.history = history
+        self._task = task
+        self.paths = SessionPaths(config.session_dir)
+        self._workspace = Workspace(history.task_dir)
+        self._kernel_path = task.source.relative_to(task.dir).as_posix()
+        self._evaluator = evaluator
+        self.resumed = resumed
+        self._on_event = on_event
+        self._sleep = sleep
+        self._past_events = list(events)
+        self.state = SessionState.from_events(events)
+        self.decision_config = DecisionConfig(**config.decisions)
+        judged = [e for e in events if e.kind == "decision" or _is_objective_eval(e)]
+        self.detector = DecisionDetector.replay(judged, self.decision_config)
+        self.desk = QuestionDesk(
+            repertoire_path=config.repertoire,
+            traces_root=config.traces_root,
+            session_id=config.session_id,
+            seed=config.seed,
+        )
+        self.inbox = InboxReader(self.paths.inbox, self.state.inbox_offset)
+        self._inbox_queue: deque[InboxCommand] = deque()
+        self._pending_questions: list[str] = []
+        self._stop: tuple[str, str] | None = None
+        self._decisions_enabled = True
+        self._commit_policy = "verified"
+        self._run_clock = time.monotonic()
+        self._meta_written = 0.0
+        self._collected: list[Event] | None = None
+        self._reported_problems = 0
+        self._warned_unpriced = False
+        self._terminate = threading.Event()
+        self.writer = TraceWriter(self.paths.dir, config.session_id, **(writer_options or {}))
+
+    @property
+    def session_id(self) -> str:
+        return self.config.session_id
+
+    @property
+    def session_dir(self) -> Path:
+        return self.paths.dir
+
+    @property
+    def task(self) -> Task:
+        return self._task
+
+    @property
+    def workspace(self) -> Path:
+        return self._workspace.root
+
+    @property
+    def kernel_path(self) -> str:
+        return self._kernel_path
+
+    @property
+    def objective_sets(self) -> list[str] | None:
+        return list(self.config.objective_sets) if self.config.objective_sets else None
+
+    @property
+    def past_events(self) -> list[Event]:
+        return self._past_events
+
+    @property
+    def finishing(self) -> bool:
+        return self._stop is not None
+
+    @property
+    def evaluator(self) -> Evaluator:
+        if self._evaluator is None:
+            options = self.config.evaluator_options
+            if self.config.evaluator:
+                factory = load_evaluator_factory(self.config.evaluator)
+                self._evaluator = factory(self._task, **options)
+            else:
+                self._evaluator = TaskEvaluator(self._task, **options)
+        return self._evaluator
+
+    def _append(self, kind: str, *, flush: bool = False, **fields: Any) -> Event:
+        fields.setdefault("role", "harness")
+        fields.setdefault("source", "harness")
+        event = self.writer.append(kind=kind, **fields)
+        self.state.observe(event)
+        if flush:
+            self.writer.flush()
+        if self._collected is not None:
+            self._collected.append(event)
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception:  # a display callback must never break the session
+                log.exception("on_event callback failed")
+        return event
+
+    def record(self, kind: str, *, flush: bool = False, **fields: Any) -> Event:
+        """Append an agent's own event (message, thinking, compaction, error, control)."""
+        if kind not in AGENT_EVENT_KINDS:
+            raise KernelseekError(f"agents record {sorted(AGENT_EVENT_KINDS)}, not {kind!r}")
+        return self._append(kind, flush=flush, **fields)
+
+    def _request_stop(self, reason: str, detail: str) -> None:
+        if self._stop is None:
+            self._stop = (reason, detail)
+
+    def active_seconds(self) -> float:
+        """Engine time over every run of this session, this one included."""
+        return self.state.active_s + (time.monotonic() - self._run_clock)
+
+    def _check_time(self) -> None:
+        if self._terminate.is_set():
+            self._request_stop("terminated", "SIGTERM")
+        hours = self.config.budgets.hours
+        if hours is not None and self.active_seconds() >= hours * 3600:
+            self._request_stop("budget_hours", f"{self.active_seconds() / 3600:.2f} h")
+
+    def _stats(self) -> dict[str, Any]:
+        return {**self.state.stats(), "active_s": round(self.active_seconds(), 1)}
+
+    def _write_meta(self) -> None:
+        self.meta.stats = self._stats()
+        write_meta(self.paths.dir, self.meta)
+        self._meta_written = time.monotonic()
+
+    def _touch_meta(self, *, force: bool = False) -> None:
+        if force or time.monotonic() - self._meta_written >= META_EVERY_S:
+            with contextlib.suppress(OSError):
+                self._write_meta()
+
+    def ask(
+        self,
+        text: str,
+        *,
+        question_id: str | None,
+        source: str,
+        trigger: str | None,
+        decision: Event | None = None,
+        deliver: bool = True,
+        attrs: dict[str, Any] | None = None,
+    ) -> Event:
+        """Record a question and queue it for the agent (unless it was delivered already)."""
+        extra = dict(attrs or {})
+        if decision is not None:
+            extra["decision_event_id"] = decision.event_id
+        event = self._append(
+            "question",
+            flush=True,
+            role="human" if source == "human" else "harness",
+            source=source,
+            question_id=question_id,
+            question_text=text,
+            trigger=trigger,
+            parent_event_id=decision.event_id if decision is not None else None,
+            attrs=extra or None,
+        )
+        if deliver:
+            self._pending_questions.append(text)
+        return event
+
+
+def _is_objective_eval(event: Event) -> bool:
+    return event.kind == "eval" and bool(event_attrs(event).get("objective"))

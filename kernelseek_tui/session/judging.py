@@ -1,0 +1,177 @@
+"""The ``evaluate`` tool: the candidate judged by the original task, the ``eval`` event, and
+the commit of a verified candidate followed by its ``commit`` event."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernelseek_tui.decisions import DecisionMoment
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.session import evaluation
+from kernelseek_tui.session.core import EngineCore
+from kernelseek_tui.session.evaluator import candidate_sha
+from kernelseek_tui.session.knobs import KNOBS_FILE, check_knobs, read_knobs, write_knobs
+from kernelseek_tui.session.state import better, event_attrs
+from kernelseek_tui.session.tools import ToolError, ToolOutcome
+from kernelseek_tui.task import Task
+from kernelseek_tui.trace.schema import Event
+
+EVALS_DIR = "evals"  # full evaluation results, one JSON file per eval event
+
+
+class JudgingMixin(EngineCore):
+    """Evaluations and commits."""
+
+    def _evaluate(
+        self, args: dict[str, Any], call: Event
+    ) -> tuple[ToolOutcome, DecisionMoment | None]:
+        task = self._task
+        set_name = args.get("set")
+        if set_name is not None and (not isinstance(set_name, str) or set_name not in task.sets):
+            known = ", ".join(sorted(task.sets))
+            raise ToolError(f"unknown scenario set {set_name!r}; the sets are {known}")
+        root = self._workspace.root
+        if args.get("knobs") is not None:
+            knobs: dict[str, int] | None = check_knobs(task, args["knobs"])
+            write_knobs(root, knobs or {})
+        else:
+            knobs = read_knobs(root, task)
+        source = root / self._kernel_path
+        if not source.is_file():
+            raise ToolError(f"the kernel {self._kernel_path!r} is missing from the workspace")
+        override = self.objective_sets
+        if set_name is None:
+            sets, objective = override, True
+        else:
+            sets, objective = [set_name], override == [set_name]
+        what = _describe_sets(task, sets) if objective else f"set {set_name!r}"
+        identity = candidate_sha(source.read_bytes(), knobs)
+        try:
+            result = self.evaluator(source, sets, knobs=knobs or None)
+        except KernelseekError as error:
+            raise ToolError(f"the evaluation could not be made: {error}") from None
+        verified = evaluation.is_verified(result)
+        speedup = evaluation.finite_or_none(result.summary.geomean_speedup)
+        vs_fa3 = evaluation.finite_or_none(result.summary.vs_fa3)
+        best = better(self.state.best_speedup, speedup) if objective and verified else None
+        best = best if best is not None else self.state.best_speedup
+        will_commit = objective and verified and self._worth_committing(speedup)
+        result_file = f"{EVALS_DIR}/{call.seq}-{result.eval_id}.json"
+        (self.paths.dir / EVALS_DIR).mkdir(exist_ok=True)
+        (self.paths.dir / result_file).write_text(result.to_json())
+        eval_event = self._append(
+            "eval",
+            flush=True,
+            eval_id=result.eval_id,
+            candidate_sha=identity,
+            verdict=result.verdict,
+            scenarios_passed=result.summary.passed,
+            scenarios_total=result.summary.total,
+            speedup=speedup,
+            best_speedup=best,
+            vs_fa3=vs_fa3,
+            text=evaluation.summary_text(result, what=what, best=best),
+            parent_event_id=call.event_id,
+            turn=call.turn,
+            attrs={
+                **evaluation.summary_attrs(result),
+                "objective": objective,
+                "verified": verified,
+                "requested_set": set_name,
+                "knobs": knobs,
+                "will_commit": will_commit,
+                "result_file": result_file,
+                "tool_call_id": call.tool_call_id,
+            },
+        )
+        committed: tuple[int | None, str] | None = None
+        not_committed = None
+        if will_commit:
+            committed = self.commit_eval(eval_event, result, knobs is not None)
+        elif objective and verified:
+            not_committed = "not committed: not faster than the best committed candidate"
+        elif verified:
+            not_committed = "not committed: only an evaluation of the objective verifies"
+        self._touch_meta(force=True)
+        text = evaluation.summary_text(
+            result, what=what, best=best, committed=committed, not_committed=not_committed
+        )
+        moment = None
+        if objective and self._decisions_enabled:
+            moment = self.detector.observe_eval(result.verdict, speedup)
+        return ToolOutcome(text, data={"result": result, "committed": committed}), moment
+
+    def _worth_committing(self, speedup: float | None) -> bool:
+        if self._commit_policy != "improvements":
+            return True
+        # The starting kernel is 1.0x by definition: only something faster is an improvement.
+        floor = max(1.0, self.state.best_committed or 0.0)
+        return speedup is not None and speedup > floor
+
+    def commit_eval(
+        self, eval_event: Event, result: Any, with_knobs: bool, *, question: str | None = None
+    ) -> tuple[int | None, str] | None:
+        """Commit the workspace candidate of ``eval_event`` and record the ``commit`` event."""
+        root = self._workspace.root
+        paths = [root / self._kernel_path]
+        if with_knobs or (root / KNOBS_FILE).exists():
+            paths.append(root / KNOBS_FILE)
+        try:
+            sha = self.history.commit_candidate(
+                paths,
+                result,
+                seq=eval_event.seq,
+                question=question if question is not None else self.state.last_question,
+            )
+            candidate = self.history.candidate_at(sha)
+        except KernelseekError as error:
+            self._append(
+                "error",
+                flush=True,
+                text=f"could not commit the candidate of eval seq {eval_event.seq}: {error}",
+                attrs={"eval_seq": eval_event.seq},
+            )
+            return None
+        number = candidate.n if candidate else None
+        self.record_commit(eval_event, sha, number)
+        return number, sha
+
+    def record_commit(self, eval_event: Event, sha: str, number: int | None, **extra: Any) -> Event:
+        """The ``commit`` event of a candidate committed for ``eval_event``."""
+        return self._append(
+            "commit",
+            flush=True,
+            git_sha=sha,
+            branch=self.history.branch,
+            candidate_sha=eval_event.candidate_sha,
+            eval_id=eval_event.eval_id,
+            speedup=eval_event.speedup,
+            vs_fa3=eval_event.vs_fa3,
+            scenarios_passed=eval_event.scenarios_passed,
+            scenarios_total=eval_event.scenarios_total,
+            parent_event_id=eval_event.event_id,
+            text=f"candidate {number}: {evaluation.fmt_ratio(eval_event.speedup)} ({sha[:10]})",
+            attrs={"eval_seq": eval_event.seq, "n": number, "speedup": eval_event.speedup, **extra},
+        )
+
+
+def _describe_sets(task: Task, sets: list[str] | None) -> str:
+    if sets is None:
+        names = ", ".join(task.objective_sets)
+        extra = f" + {task.objective_random} fresh random" if task.objective_random else ""
+        return f"the objective ({names}{extra})"
+    return f"the objective ({', '.join(sets)})"
+
+
+def load_result(session_dir: Path, event: Event) -> Any:
+    """The full EvalResult an ``eval`` event points to (its ``result_file``), or None."""
+    from kernelseek_tui.evaluate.result import EvalResult
+
+    name = event_attrs(event).get("result_file")
+    if not name:
+        return None
+    try:
+        return EvalResult.from_json((Path(session_dir) / name).read_text())
+    except (OSError, ValueError, TypeError):
+        return None
