@@ -56,7 +56,6 @@ from kernelseek_tui.trace.schema import Event
 __all__ = ["Engine", "Evaluator", "SessionOutcome", "load_result"]
 
 
-
 @dataclass(frozen=True, slots=True)
 class SessionOutcome:
     """How a run of the engine ended."""
