@@ -3,11 +3,13 @@ the commit of a verified candidate followed by its ``commit`` event."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.decisions import DecisionMoment
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.session import evaluation
 from kernelseek_tui.session.core import EngineCore
 from kernelseek_tui.session.evaluator import candidate_sha
@@ -57,9 +59,7 @@ class JudgingMixin(EngineCore):
         best = better(self.state.best_speedup, speedup) if objective and verified else None
         best = best if best is not None else self.state.best_speedup
         will_commit = objective and verified and self._worth_committing(speedup)
-        result_file = f"{EVALS_DIR}/{call.seq}-{result.eval_id}.json"
-        (self.paths.dir / EVALS_DIR).mkdir(exist_ok=True)
-        (self.paths.dir / result_file).write_text(result.to_json())
+        result_file = save_result(self.paths.dir, f"{call.seq}-{result.eval_id}", result)
         eval_event = self._append(
             "eval",
             flush=True,
@@ -164,14 +164,27 @@ def _describe_sets(task: Task, sets: list[str] | None) -> str:
     return f"the objective ({', '.join(sets)})"
 
 
-def load_result(session_dir: Path, event: Event) -> Any:
-    """The full EvalResult an ``eval`` event points to (its ``result_file``), or None."""
-    from kernelseek_tui.evaluate.result import EvalResult
+def save_result(session_dir: Path, name: str, result: EvalResult) -> str:
+    """Write the full result as ``evals/<name>.json.gz``; returns that path, relative.
 
+    Compressed: a session can run thousands of evaluations of hundreds of scenarios each.
+    """
+    relative = f"{EVALS_DIR}/{name}.json.gz"
+    (session_dir / EVALS_DIR).mkdir(exist_ok=True)
+    with gzip.open(session_dir / relative, "wt", encoding="utf-8") as handle:
+        handle.write(result.to_json())
+    return relative
+
+
+def load_result(session_dir: Path, event: Event) -> EvalResult | None:
+    """The full EvalResult an ``eval`` event points to (attrs ``result_file``), or None."""
     name = event_attrs(event).get("result_file")
     if not name:
         return None
+    path = Path(session_dir) / name
     try:
-        return EvalResult.from_json((Path(session_dir) / name).read_text())
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as handle:
+            return EvalResult.from_json(handle.read())
     except (OSError, ValueError, TypeError):
         return None
