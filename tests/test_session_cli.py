@@ -93,7 +93,7 @@ def test_detach_runs_in_the_background_and_says_how_to_attach(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
     task = make_task_repo(tmp_path / "user")
-    env["KS_TEST_DELAY"] = "0.2"
+    env["KS_TEST_DELAY"] = "0.05"
     started = kernelseek(
         env, tmp_path, "run", str(task), "--agent", "tuner", "--set", "quick", "--detach",
         "--session-id", "bg", "--traces", "tr", "--evaluator", STUB, check=True,
