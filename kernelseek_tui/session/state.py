@@ -83,7 +83,7 @@ class SessionState:
                 self.cost_usd += event.cost_usd
         elif kind == "eval":
             self.evals += 1
-            if attrs.get("objective") and event.verdict == "pass":
+            if attrs.get("objective") and attrs.get("verified", event.verdict == "pass"):
                 self.best_speedup = better(self.best_speedup, event.speedup)
         elif kind == "commit":
             self.commits += 1
