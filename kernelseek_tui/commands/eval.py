@@ -103,7 +103,12 @@ def run(args: argparse.Namespace) -> int:
             timed = " timed" if item.timed else ""
             print(f"{item.scenario.set}\t{item.scenario.name}\t{item.scenario.describe()}{timed}")
         return 0
+    from kernelseek_tui.session.knobs import read_knobs
+
     source = args.source or task.source
+    # A candidate is its kernel plus the knobs.json beside it (a tuner's commits are such pairs),
+    # so `git bisect run kernelseek eval ...` rebuilds exactly what the session judged.
+    knobs = _parse_knobs(args.knob) or read_knobs(source.parent, task) or {}
     bar = None if args.json else ProgressBar()
     try:
         result = evaluate(
@@ -115,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             device=args.device,
             timeout_s=args.timeout,
-            knobs=_parse_knobs(args.knob),
+            knobs=knobs,
             compare=not args.no_compare,
             progress=bar,
         )
