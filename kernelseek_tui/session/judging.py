@@ -4,6 +4,7 @@ the commit of a verified candidate followed by its ``commit`` event."""
 from __future__ import annotations
 
 import gzip
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,20 @@ from kernelseek_tui.trace.schema import Event
 EVALS_DIR = "evals"  # full evaluation results, one JSON file per eval event
 
 
+@dataclass(frozen=True, slots=True)
+class EvalRequest:
+    """One ``evaluate`` call, checked: what to judge, on which sets, how to tell it."""
+
+    source: Path
+    sets: list[str] | None
+    set_name: str | None  # the set the call named, None for the objective
+    objective: bool
+    what: str
+    knobs: dict[str, int] | None  # None: no knobs.json and none given (the task's defaults)
+    knobs_given: bool  # the call named its knobs: they are written to knobs.json
+    identity: str  # the eval event's candidate_sha
+
+
 # A tuner-style commit must beat the best committed speedup by this fraction.
 IMPROVEMENT_MARGIN = 0.01
 
@@ -32,17 +47,28 @@ class JudgingMixin(EngineCore):
     def _evaluate(
         self, args: dict[str, Any], call: Event
     ) -> tuple[ToolOutcome, DecisionMoment | None]:
+        request = self._prepare_evaluation(args)
+        if request.knobs_given:
+            write_knobs(self._workspace.root, request.knobs or {})
+        try:
+            result = self.evaluator(request.source, request.sets, knobs=request.knobs or None)
+        except KernelseekError as error:
+            raise ToolError(f"the evaluation could not be made: {error}") from None
+        return self._record_evaluation(call, request, result)
+
+    def _prepare_evaluation(self, args: dict[str, Any]) -> EvalRequest:
+        """What an ``evaluate`` call asks for, checked; raises ToolError for a bad request."""
         task = self._task
         set_name = args.get("set")
         if set_name is not None and (not isinstance(set_name, str) or set_name not in task.sets):
             known = ", ".join(sorted(task.sets))
             raise ToolError(f"unknown scenario set {set_name!r}; the sets are {known}")
         root = self._workspace.root
-        if args.get("knobs") is not None:
-            knobs: dict[str, int] | None = check_knobs(task, args["knobs"])
-            write_knobs(root, knobs or {})
-        else:
-            knobs = read_knobs(root, task)
+        explicit = args.get("knobs") is not None
+        try:
+            knobs = check_knobs(task, args["knobs"]) if explicit else read_knobs(root, task)
+        except KernelseekError as error:
+            raise ToolError(str(error)) from None
         source = root / self._kernel_path
         if not source.is_file():
             raise ToolError(f"the kernel {self._kernel_path!r} is missing from the workspace")
@@ -51,12 +77,28 @@ class JudgingMixin(EngineCore):
             sets, objective = override, True
         else:
             sets, objective = [set_name], override == [set_name]
-        what = _describe_sets(task, sets) if objective else f"set {set_name!r}"
-        identity = candidate_sha(source.read_bytes(), knobs)
-        try:
-            result = self.evaluator(source, sets, knobs=knobs or None)
-        except KernelseekError as error:
-            raise ToolError(f"the evaluation could not be made: {error}") from None
+        return EvalRequest(
+            source=source,
+            sets=sets,
+            set_name=set_name,
+            objective=objective,
+            what=_describe_sets(task, sets) if objective else f"set {set_name!r}",
+            knobs=knobs,
+            knobs_given=explicit,
+            identity=candidate_sha(source.read_bytes(), knobs),
+        )
+
+    def _record_evaluation(
+        self,
+        call: Event,
+        request: EvalRequest,
+        result: EvalResult,
+        *,
+        duration_ms: float | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> tuple[ToolOutcome, DecisionMoment | None]:
+        """The ``eval`` event of ``call``'s result, the commit it earns, the agent's text."""
+        knobs, objective, what = request.knobs, request.objective, request.what
         verified = evaluation.is_verified(result)
         speedup = evaluation.finite_or_none(result.summary.geomean_speedup)
         vs_fa3 = evaluation.finite_or_none(result.summary.vs_fa3)
@@ -68,7 +110,7 @@ class JudgingMixin(EngineCore):
             "eval",
             flush=True,
             eval_id=result.eval_id,
-            candidate_sha=identity,
+            candidate_sha=request.identity,
             verdict=result.verdict,
             scenarios_passed=result.summary.passed,
             scenarios_total=result.summary.total,
@@ -78,15 +120,17 @@ class JudgingMixin(EngineCore):
             text=evaluation.summary_text(result, what=what, best=best),
             parent_event_id=call.event_id,
             turn=call.turn,
+            duration_ms=duration_ms,
             attrs={
                 **evaluation.summary_attrs(result),
                 "objective": objective,
                 "verified": verified,
-                "requested_set": set_name,
+                "requested_set": request.set_name,
                 "knobs": knobs,
                 "will_commit": will_commit,
                 "result_file": result_file,
                 "tool_call_id": call.tool_call_id,
+                **(extra or {}),
             },
         )
         committed: tuple[int | None, str] | None = None
