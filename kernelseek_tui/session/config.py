@@ -75,8 +75,17 @@ class SessionConfig:
     agent_options: dict[str, Any] = field(default_factory=dict)
     evaluator: str | None = None  # MODULE:FUNCTION of a stand-in evaluator factory
     evaluator_options: dict[str, Any] = field(default_factory=dict)
+    # The GPUs evaluations may run on at once (CUDA_VISIBLE_DEVICES entries, see
+    # session/slots.py); None: one evaluation at a time, as --device says.
+    gpus: list[str] | None = None
 
     def __post_init__(self) -> None:
+        if self.gpus is not None:
+            self.gpus = [str(g) for g in self.gpus]
+            if not self.gpus or len(set(self.gpus)) != len(self.gpus):
+                raise KernelseekError(f"gpus must name distinct GPUs, got {self.gpus}")
+            if self.evaluator_options.get("device") is not None:
+                raise KernelseekError("give --gpus or --device, not both")
         unknown = set(self.decisions) - set(DECISION_KEYS)
         if unknown:
             raise KernelseekError(f"unknown decision setting(s): {', '.join(sorted(unknown))}")

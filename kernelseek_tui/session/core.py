@@ -14,12 +14,13 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelseek_tui.decisions import DecisionConfig, DecisionDetector
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import SessionHistory
 from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session.config import SessionConfig
@@ -31,6 +32,9 @@ from kernelseek_tui.session.state import SessionState, event_attrs
 from kernelseek_tui.session.tools import Workspace
 from kernelseek_tui.task import Task
 from kernelseek_tui.trace.schema import Event
+
+if TYPE_CHECKING:
+    from kernelseek_tui.session.slots import EvalSlots
 
 log = logging.getLogger("kernelseek_tui.session")
 
@@ -49,7 +53,7 @@ class EngineCore:
         history: SessionHistory,
         task: Task,
         events: list[Event],
-        evaluator: Evaluator | None,
+        evaluator: Evaluator | Sequence[Evaluator] | None,
         resumed: bool,
         on_event: Callable[[Event], None] | None = None,
         writer_options: dict[str, Any] | None = None,
@@ -64,7 +68,15 @@ class EngineCore:
         self.paths = SessionPaths(config.session_dir)
         self._workspace = Workspace(history.task_dir)
         self._kernel_path = task.source.relative_to(task.dir).as_posix()
-        self._evaluator = evaluator
+        # A list is one evaluator per GPU (tests stand in for several GPUs that way).
+        self._evaluator: Evaluator | None = None
+        self._slot_evaluators: dict[str, Evaluator] | None = None
+        if isinstance(evaluator, Sequence):
+            self._slot_evaluators = self._name_slots(list(evaluator))
+        else:
+            self._evaluator = evaluator
+        self._slots: EvalSlots | None = None
+        self._gpu_models: dict[str, str] = {}  # GPU uuid (or index) -> model name, seen so far
         self.resumed = resumed
         self._on_event = on_event
         self._sleep = sleep
@@ -127,14 +139,79 @@ class EngineCore:
 
     @property
     def evaluator(self) -> Evaluator:
+        """The judge of one evaluation at a time (with several GPUs: the first one's)."""
         if self._evaluator is None:
-            options = self.config.evaluator_options
-            if self.config.evaluator:
-                factory = load_evaluator_factory(self.config.evaluator)
-                self._evaluator = factory(self._task, **options)
+            if self.gpus:
+                self._evaluator = self.slot_evaluators()[self.gpus[0]]
             else:
-                self._evaluator = TaskEvaluator(self._task, **options)
+                self._evaluator = self._make_evaluator({})
         return self._evaluator
+
+    @property
+    def gpus(self) -> list[str]:
+        """The GPUs of the evaluation slots; empty for one evaluation at a time."""
+        if self._slot_evaluators is not None:
+            return list(self._slot_evaluators)
+        return list(self.config.gpus or [])
+
+    @property
+    def eval_slots(self) -> int:
+        """How many evaluations may run at once."""
+        return max(1, len(self.gpus))
+
+    def slot_evaluators(self) -> dict[str, Evaluator]:
+        """One evaluator per GPU, each pinned to its GPU."""
+        if self._slot_evaluators is None:
+            self._slot_evaluators = {
+                gpu: self._make_evaluator({"device": gpu}) for gpu in self.config.gpus or []
+            }
+        return self._slot_evaluators
+
+    def slots(self) -> EvalSlots:
+        """The slots that run a batch of evaluations at once (made on first use)."""
+        if self._slots is None:
+            from kernelseek_tui.session.slots import EvalSlots
+
+            self._slots = EvalSlots(self._task, self.slot_evaluators())
+        return self._slots
+
+    def _close_slots(self) -> None:
+        if self._slots is not None:
+            self._slots.close()
+            self._slots = None
+
+    def _note_gpu(self, result: EvalResult) -> None:
+        """Warn once when the session's GPUs are not all the same model.
+
+        Each speedup is a ratio to the starting kernel timed on the candidate's own GPU, so the
+        ratios of two identical GPUs compare; on two different models they may not.
+        """
+        device = result.device or {}
+        key, name = device.get("uuid") or device.get("index"), device.get("name")
+        if key is None or name is None or key in self._gpu_models:
+            return
+        self._gpu_models[str(key)] = str(name)
+        if len(set(self._gpu_models.values())) == 2:
+            self._append(
+                "error",
+                flush=True,
+                text="the evaluation GPUs are not all the same model ("
+                + ", ".join(sorted(set(self._gpu_models.values())))
+                + "): speedups from different models may not compare",
+                attrs={"warning": "mixed_gpus", "gpus": dict(self._gpu_models)},
+            )
+
+    def _make_evaluator(self, extra: dict[str, Any]) -> Evaluator:
+        options = {**self.config.evaluator_options, **extra}
+        if self.config.evaluator:
+            return load_evaluator_factory(self.config.evaluator)(self._task, **options)
+        return TaskEvaluator(self._task, **options)
+
+    def _name_slots(self, given: list[Evaluator]) -> dict[str, Evaluator]:
+        names = list(self.config.gpus or [])
+        if len(names) != len(given):
+            names = [str(i) for i in range(len(given))]
+        return dict(zip(names, given, strict=True))
 
     def _append(self, kind: str, *, flush: bool = False, **fields: Any) -> Event:
         fields.setdefault("role", "harness")

@@ -26,7 +26,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,12 +77,16 @@ class Engine(JudgingMixin, AskingMixin):
         cls,
         config: SessionConfig,
         *,
-        evaluator: Evaluator | None = None,
+        evaluator: Evaluator | Sequence[Evaluator] | None = None,
         on_event: Callable[[Event], None] | None = None,
         writer_options: dict[str, Any] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> Engine:
-        """A new session: its branch and worktree, its directory, its ``session.json``."""
+        """A new session: its branch and worktree, its directory, its ``session.json``.
+
+        ``evaluator``: the judge (default: the task's own, see ``config.evaluator``); a list
+        of them is one per GPU, named by ``config.gpus`` (else ``0``, ``1``, ...).
+        """
         check_session_id(config.session_id)
         session_dir = config.session_dir
         if SessionPaths(session_dir).meta.exists():
@@ -132,7 +136,7 @@ class Engine(JudgingMixin, AskingMixin):
         cls,
         session_dir: Path,
         *,
-        evaluator: Evaluator | None = None,
+        evaluator: Evaluator | Sequence[Evaluator] | None = None,
         overrides: dict[str, Any] | None = None,
         on_event: Callable[[Event], None] | None = None,
         writer_options: dict[str, Any] | None = None,
@@ -231,6 +235,7 @@ class Engine(JudgingMixin, AskingMixin):
             reason, detail = "error", f"{type(error).__name__}: {error}"
         finally:
             restore()
+            self._close_slots()
         self._end(reason, detail)
         return SessionOutcome(self.session_id, self.session_dir, reason, detail, self._stats())
 
@@ -384,6 +389,18 @@ class Engine(JudgingMixin, AskingMixin):
         if stop is not None:
             raise stop
         return outcome
+
+    def evaluate_many(
+        self,
+        inputs: list[dict[str, Any]],
+        *,
+        turn: int | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> list[ToolOutcome]:
+        """``evaluate`` once per input, up to ``eval_slots`` at once (see ``session.batch``)."""
+        from kernelseek_tui.session.batch import evaluate_many
+
+        return evaluate_many(self, inputs, turn=turn, attrs=attrs)
 
     def skip_tool(
         self,

@@ -34,7 +34,7 @@ class TaskEvaluator:
         self,
         task: Task,
         *,
-        device: int | None = None,
+        device: int | str | None = None,
         compare: bool = True,
         timeout_s: float | None = None,
         progress: Callable[[str, int, int], None] | None = None,

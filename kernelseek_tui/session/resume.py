@@ -7,18 +7,25 @@ these states, each repaired here, in this order, with new events only (nothing i
 1. an eval that was to be committed without its ``commit`` event: when the branch has the
    commit (``find_commit_for_seq``) only the event is added; when it has not and the workspace
    still holds that very candidate it is committed now; otherwise an ``error`` event says so.
-2. a ``tool_call`` without a ``tool_result``: it is *not* run again (it may have done its work)
+2. an ``evaluate`` call of a batch (``session.batch``) whose evaluation finished but was not
+   recorded (its result waits in ``evals/pending-<seq>.json.gz``): it is recorded now, eval,
+   commit and result, as it would have been.
+3. a ``tool_call`` without a ``tool_result``: it is *not* run again (it may have done its work)
    but answered with an error result saying the harness restarted; for an evaluation that
    finished, the result carries its summary.
-3. a ``decision`` without the question that answers it: the repertoire answers it now.
+4. a ``decision`` without the question that answers it: the repertoire answers it now.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.session.evaluator import candidate_sha
 from kernelseek_tui.session.knobs import read_knobs
+from kernelseek_tui.session.slots import SlotRun
 from kernelseek_tui.session.state import event_attrs
 from kernelseek_tui.trace.schema import Event
 
@@ -36,7 +43,13 @@ def reconcile(engine: Engine) -> dict[str, int]:
     from kernelseek_tui.session.engine import load_result
 
     events = list(engine.past_events)
-    done = {"commits_recorded": 0, "commits_made": 0, "calls_answered": 0, "decisions_answered": 0}
+    done = {
+        "commits_recorded": 0,
+        "commits_made": 0,
+        "evals_recorded": 0,
+        "calls_answered": 0,
+        "decisions_answered": 0,
+    }
 
     committed_seqs = {event_attrs(e).get("eval_seq") for e in events if e.kind == "commit"}
     last_question: str | None = None
@@ -73,6 +86,13 @@ def reconcile(engine: Engine) -> dict[str, int]:
 
     answered = {e.tool_call_id for e in events if e.kind == "tool_result"}
     evals_of_call = {e.parent_event_id: e for e in events if e.kind == "eval"}
+    for call in events:
+        if call.kind != "tool_call" or call.tool_call_id in answered:
+            continue
+        if call.event_id not in evals_of_call and _record_pending(engine, call):
+            answered.add(call.tool_call_id)
+            done["evals_recorded"] += 1
+
     for call in events:
         if call.kind != "tool_call" or call.tool_call_id in answered:
             continue
@@ -125,6 +145,49 @@ def reconcile(engine: Engine) -> dict[str, int]:
             attrs={"action": "reconcile", **done},
         )
     return done
+
+
+def _record_pending(engine: Engine, call: Event) -> bool:
+    """Record a batch call's finished but unrecorded evaluation; False when there is none."""
+    from kernelseek_tui.session.batch import pending_path, read_pending, record_result
+    from kernelseek_tui.session.tools import ToolError
+
+    if call.tool_name != "evaluate" or not event_attrs(call).get("batch"):
+        return False
+    pending = read_pending(engine.session_dir, call.seq)
+    if pending is None:
+        return False
+    result, identity, device = pending
+    try:
+        request = engine._prepare_evaluation(call.tool_input_dict())
+    except (ToolError, KernelseekError):
+        return False
+    request = dataclasses.replace(request, identity=identity)
+    # A decision moment it might raise is not acted on: the agent was not there to hear it.
+    outcome, _ = record_result(
+        engine,
+        call,
+        request,
+        result,
+        run=SlotRun(device=device),
+        batch=event_attrs(call).get("batch"),
+        extra={"recovered": True},
+    )
+    engine._append(
+        "tool_result",
+        flush=True,
+        role="user",
+        tool_name=call.tool_name,
+        tool_call_id=call.tool_call_id,
+        text=outcome.text,
+        is_error=outcome.is_error,
+        turn=call.turn,
+        parent_event_id=call.event_id,
+        attrs={"recovered": True, "device": device},
+    )
+    with contextlib.suppress(OSError):
+        pending_path(engine.session_dir, call.seq).unlink()
+    return True
 
 
 def _workspace_holds(engine: Engine, event: Event, attrs: dict[str, Any]) -> bool:

@@ -13,6 +13,7 @@ a time measured on one GPU against a time measured on another.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -23,6 +24,8 @@ from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.session.evaluator import Evaluator
 from kernelseek_tui.task import Task
+
+log = logging.getLogger("kernelseek_tui.session")
 
 
 def resolve_gpus(spec: str | None, visible: Callable[[], list[str]] | None = None) -> list[str]:
@@ -113,9 +116,16 @@ class EvalSlots:
         *,
         knobs: dict[str, int] | None = None,
         run: SlotRun | None = None,
+        on_done: Callable[[EvalResult, SlotRun], None] | None = None,
     ) -> Future[EvalResult]:
-        """Judge ``source`` on the next free GPU; ``run`` (when given) says which, and when."""
-        return self._pool.submit(self.task, source, sets=sets, knobs=knobs, run=run or SlotRun())
+        """Judge ``source`` on the next free GPU; ``run`` (when given) says which, and when.
+
+        ``on_done`` is called with the result in the slot's thread before the future completes
+        (to keep a finished result safe while earlier jobs still run); what it raises is logged.
+        """
+        return self._pool.submit(
+            self.task, source, sets=sets, knobs=knobs, run=run or SlotRun(), on_done=on_done
+        )
 
     def __call__(
         self, source: Path, sets: list[str] | None, *, knobs: dict[str, int] | None = None
@@ -132,13 +142,20 @@ class EvalSlots:
         sets: list[str] | None,
         knobs: dict[str, int] | None,
         run: SlotRun,
+        on_done: Callable[[EvalResult, SlotRun], None] | None,
     ) -> EvalResult:
         run.device = device
         run.started = time.monotonic()
         try:
-            return self.evaluators[device](source, sets, knobs=knobs)
+            result = self.evaluators[device](source, sets, knobs=knobs)
         finally:
             run.ended = time.monotonic()
+        if on_done is not None:
+            try:
+                on_done(result, run)
+            except Exception:
+                log.exception("on_done of an evaluation on GPU %s failed", device)
+        return result
 
     def close(self) -> None:
         self._pool.close()

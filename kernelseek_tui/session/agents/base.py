@@ -78,6 +78,23 @@ class AgentContext(Protocol):
         """Record the call, run it once, record and return its result (raises SessionStop)."""
         ...
 
+    @property
+    def eval_slots(self) -> int:
+        """How many evaluations may run at once (GPUs of the session; 1 by default)."""
+        ...
+
+    def evaluate_many(
+        self,
+        inputs: list[dict[str, Any]],
+        *,
+        turn: int | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> list[ToolOutcome]:
+        """``evaluate`` once per input, up to ``eval_slots`` at once: each its own recorded
+        call, result and eval, in input order (raises SessionStop; a calls budget may cut the
+        batch short)."""
+        ...
+
     def skip_tool(
         self,
         name: str,

@@ -10,6 +10,11 @@ Each evaluation is an ``evaluate`` tool call with the point as its ``knobs`` (th
 ``knobs.json`` next to the kernel and commits it with every improvement). On resume the points
 already judged are read from the trace, so the search replays to where it stopped without
 calling anything again.
+
+With several evaluation slots (``--gpus``) the points of one step that do not depend on each
+other (every value of the knob being varied; every neighbour of a refinement pass) are judged
+up to ``eval_slots`` at once (``evaluate_many``), then taken in the same order as one at a time,
+so the search visits the same points in the same order and commits the same improvements.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from kernelseek_tui.session.agents.base import AgentContext, CommitPolicy
 from kernelseek_tui.session.state import event_attrs
+from kernelseek_tui.session.tools import ToolOutcome
 from kernelseek_tui.task import Knob
 
 Point = tuple[tuple[str, int], ...]
@@ -63,11 +69,10 @@ class TunerAgent:
         while improved:
             improved = False
             for knob in knobs:
-                for value in knob.values:
-                    if value == current[knob.name]:
-                        continue
-                    point = {**current, knob.name: value}
-                    score = self._score(ctx, point)
+                # Every value of this knob with the others held: moving to a better one on the
+                # way changes only this knob, so these are the points whatever the outcomes.
+                points = [{**current, knob.name: v} for v in knob.values if v != current[knob.name]]
+                for point, score in zip(points, self._score_all(ctx, points), strict=True):
                     if self._better(score, best):
                         current, best, improved = point, score, True
         return current, best
@@ -76,11 +81,8 @@ class TunerAgent:
         self, ctx: AgentContext, knobs: list[Knob], current: dict[str, int], best: float | None
     ) -> tuple[bool, dict[str, int], float | None]:
         moved = False
-        start = dict(current)
-        for point in neighbours(knobs, start):
-            if point_key(point) in self.judged:
-                continue
-            score = self._score(ctx, point)
+        fresh = [p for p in neighbours(knobs, dict(current)) if point_key(p) not in self.judged]
+        for point, score in zip(fresh, self._score_all(ctx, fresh), strict=True):
             if self._better(score, best):
                 current, best, moved = point, score, True
         return moved, current, best
@@ -96,13 +98,34 @@ class TunerAgent:
             return self.judged[key]
         outcome = ctx.call_tool("evaluate", {"knobs": dict(point)})
         self.evaluated.append(dict(point))
-        result = outcome.data.get("result")
-        score = None
-        if result is not None and result.verdict == "pass":
-            speed = result.summary.geomean_speedup
-            score = speed if speed is not None and math.isfinite(speed) else None
-        self.judged[key] = score
-        return score
+        self.judged[key] = score_of(outcome)
+        return self.judged[key]
+
+    def _score_all(self, ctx: AgentContext, points: list[dict[str, int]]) -> list[float | None]:
+        """The scores of ``points``, judging the new ones ``ctx.eval_slots`` at a time."""
+        slots = ctx.eval_slots
+        if slots <= 1:
+            return [self._score(ctx, point) for point in points]
+        todo: list[dict[str, int]] = []
+        for point in points:
+            if point_key(point) not in self.judged and point not in todo:
+                todo.append(point)
+        for start in range(0, len(todo), slots):
+            chunk = todo[start : start + slots]
+            outcomes = ctx.evaluate_many([{"knobs": dict(point)} for point in chunk])
+            for point, outcome in zip(chunk, outcomes, strict=True):
+                self.evaluated.append(dict(point))
+                self.judged[point_key(point)] = score_of(outcome)
+        return [self.judged[point_key(point)] for point in points]
+
+
+def score_of(outcome: ToolOutcome) -> float | None:
+    """A point's score: the speedup of a passing evaluation, else None."""
+    result = outcome.data.get("result")
+    if result is None or result.verdict != "pass":
+        return None
+    speed = result.summary.geomean_speedup
+    return speed if speed is not None and math.isfinite(speed) else None
 
 
 def neighbours(knobs: list[Knob], point: dict[str, int]) -> list[dict[str, int]]:
