@@ -1,5 +1,6 @@
 """`kernelseek bisect`: the first candidate of a session that broke something, found by
-evaluating candidates again with the real evaluator (progress on stderr)."""
+evaluating candidates again with the real evaluator (progress on stderr); with ``--gpus``
+several candidates at once, one per GPU."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_traces_argument(parser)
     parser.add_argument("--device", type=int, help="GPU index")
+    parser.add_argument(
+        "--gpus",
+        metavar="SPEC",
+        help="test several candidates at once, one per GPU: auto, N (the first N visible) or "
+        "indices like 0,1; each round splits what is left into N+1 parts (default 1: binary)",
+    )
     parser.add_argument("--no-compare", action="store_true", help="skip the peers' timing")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     parser.add_argument("--evaluator", help=argparse.SUPPRESS)
@@ -49,49 +56,74 @@ def run(args: argparse.Namespace) -> int:
     from kernelseek_tui.history import (
         BisectProgress,
         SessionHistory,
-        bisect_candidates,
+        bisect_candidates_parallel,
         check_criteria,
         predicate_from_evaluator,
     )
     from kernelseek_tui.paths import traces_root
-    from kernelseek_tui.session.evaluator import TaskEvaluator, load_evaluator_factory
+    from kernelseek_tui.session.evaluator import (
+        Evaluator,
+        TaskEvaluator,
+        load_evaluator_factory,
+    )
     from kernelseek_tui.session.knobs import read_knobs
     from kernelseek_tui.session.meta import find_session, read_meta
+    from kernelseek_tui.session.slots import EvalSlots, resolve_gpus
     from kernelseek_tui.task import load_task
 
     check_criteria(scenario=args.scenario, metric=args.metric, threshold=args.threshold)
+    if args.gpus is not None and args.device is not None:
+        raise KernelseekError("give --gpus or --device, not both")
+    gpus = resolve_gpus(args.gpus)
     session_dir = find_session(traces_root(args.traces), args.session)
     meta = read_meta(session_dir)
     history = SessionHistory.open(Path(meta.repo), meta.session_id)
     task = load_task(meta.task_dir)
     kernel = task.source.relative_to(task.dir)
     sets = args.sets or meta.objective_sets
-    options = {"device": args.device, "compare": not args.no_compare}
-    if args.evaluator:
-        evaluator = load_evaluator_factory(args.evaluator)(task)
-    else:
-        evaluator = TaskEvaluator(task, **options)
+    candidates = {c.sha: c for c in history.candidates()}
+    say = _Printer()
+
+    def make(device: int | str | None) -> Evaluator:
+        if args.evaluator:
+            extra = {"device": device} if device is not None else {}
+            return load_evaluator_factory(args.evaluator)(task, **extra)
+        return TaskEvaluator(task, device=device, compare=not args.no_compare)
+
+    slots = EvalSlots(task, {gpu: make(gpu) for gpu in gpus}) if gpus else None
+    evaluator = slots if slots is not None else make(args.device)
 
     def judge(sha: str, task_dir: Path) -> EvalResult:
-        return evaluator(task_dir / kernel, sets, knobs=read_knobs(task_dir, task))
+        result = evaluator(task_dir / kernel, sets, knobs=read_knobs(task_dir, task))
+        if slots is not None:
+            c = candidates.get(sha)
+            where = result.device.get("index", "?")
+            seconds = f", {result.duration_s:.1f} s" if result.duration_s is not None else ""
+            say(f"bisect:   candidate {c.n if c else sha[:10]} evaluated on GPU {where}{seconds}")
+        return result
 
     def progress(p: BisectProgress) -> None:
         c = p.candidate
+        where = f"round {p.round}, " if p.round is not None else ""
         if p.verdict is None:
-            print(
-                f"bisect: step {p.step} (about {p.steps_left} more): candidate {c.n} "
-                f"{c.short_sha} ({p.remaining} left)",
-                file=sys.stderr,
-                flush=True,
+            say(
+                f"bisect: step {p.step} ({where}about {p.steps_left} more): candidate {c.n} "
+                f"{c.short_sha} ({p.remaining} left)"
             )
         else:
-            print(f"bisect:   candidate {c.n} is {p.verdict}", file=sys.stderr, flush=True)
+            say(f"bisect:   candidate {c.n} is {p.verdict}")
 
     good = history.base_sha if args.good == "start" else args.good
     is_good = predicate_from_evaluator(
         judge, scenario=args.scenario, metric=args.metric, threshold=args.threshold
     )
-    outcome = bisect_candidates(history, good, args.bad, is_good, progress)
+    try:
+        outcome = bisect_candidates_parallel(
+            history, good, args.bad, is_good, max(1, len(gpus)), progress
+        )
+    finally:
+        if slots is not None:
+            slots.close()
     if args.json:
         print(
             json.dumps(
@@ -99,8 +131,10 @@ def run(args: argparse.Namespace) -> int:
                     "first_bad": outcome.first_bad.sha if outcome.first_bad else None,
                     "suspects": [c.sha for c in outcome.suspects],
                     "last_good": outcome.last_good,
+                    "rounds": outcome.rounds,
                     "steps": [
-                        {"sha": s.candidate.sha, "verdict": s.verdict} for s in outcome.steps
+                        {"sha": s.candidate.sha, "verdict": s.verdict, "round": s.round}
+                        for s in outcome.steps
                     ],
                 },
                 indent=2,
@@ -118,3 +152,16 @@ def run(args: argparse.Namespace) -> int:
         for c in outcome.suspects:
             print(f"  {c.n} {c.sha} {c.subject}")
     return 0 if outcome.first_bad is not None else 1
+
+
+class _Printer:
+    """Lines on stderr, whole, from whichever thread a parallel bisect tests in."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+
+    def __call__(self, line: str) -> None:
+        with self._lock:
+            print(line, file=sys.stderr, flush=True)

@@ -41,6 +41,7 @@ SETTINGS = (
     "eval_timeout",
     "seed",
     "tuner_margin",
+    "gpus",
 )
 
 
@@ -105,6 +106,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     tools.add_argument("--seed", type=int)
     judge = parser.add_argument_group("evaluation")
     judge.add_argument("--device", type=int, help="GPU index")
+    judge.add_argument(
+        "--gpus",
+        metavar="SPEC",
+        help="evaluate on several GPUs at once: auto (every visible GPU), N (the first N), or "
+        "indices like 0,1 (counted as --device counts); default 1, one evaluation at a time. "
+        "The tuner judges up to that many knob points at once",
+    )
     judge.add_argument("--no-compare", action="store_true", default=None, help="skip the peers")
     judge.add_argument("--eval-timeout", type=float, metavar="S")
     parser.add_argument("--quiet", action="store_true", help="print only evaluations and the end")
@@ -232,11 +240,23 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         agent_options=_agent_options(agent, settings, args.replay_from),
         evaluator=args.evaluator,
         evaluator_options=_evaluator_options(settings),
+        gpus=_gpus(settings),
         **_engine_options(settings),
     )
     if args.detach:
         return _detach(config.session_dir, {"mode": "start", "config": config.to_dict()})
     return _run_engine(config=config, session_dir=None, overrides=None, quiet=args.quiet)
+
+
+def _gpus(settings: dict[str, Any]) -> list[str] | None:
+    """The GPUs ``--gpus`` names, or None for one evaluation at a time."""
+    from kernelseek_tui.session.slots import resolve_gpus
+
+    if settings.get("gpus") is None:
+        return None
+    if settings.get("device") is not None:
+        raise KernelseekError("give --gpus or --device, not both")
+    return resolve_gpus(str(settings["gpus"])) or None
 
 
 def _engine_options(settings: dict[str, Any]) -> dict[str, Any]:
@@ -269,6 +289,8 @@ def _resume(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         overrides["decisions"] = {**(stored.get("decisions") or {}), **decisions}
     if args.evaluator:
         overrides["evaluator"] = args.evaluator
+    if settings.get("gpus") is not None:
+        overrides["gpus"] = _gpus(settings) or []  # [] (not None): back to one at a time
     if settings.get("model"):
         overrides["model"] = settings["model"]
     evaluator_options = _evaluator_options(settings)
@@ -361,6 +383,19 @@ def _make(config: Any) -> Any:
     return agent
 
 
+def _gpu_of(event: Any) -> str:
+    """`` on GPU <index>`` for an eval timed on a known GPU (the worker's own word first)."""
+    import json
+
+    try:
+        attrs = json.loads(event.attrs or "{}")
+    except ValueError:
+        return ""
+    device = attrs.get("device") if isinstance(attrs.get("device"), dict) else {}
+    index = device.get("index", attrs.get("slot_device"))
+    return f"  on GPU {index}" if index is not None else ""
+
+
 class Reporter:
     """One line per event worth seeing, on stdout (the log file, when detached)."""
 
@@ -380,7 +415,7 @@ class Reporter:
             best = "n/a" if event.best_speedup is None else f"{event.best_speedup:.3f}x"
             return (
                 f"[{event.seq}] eval {event.verdict} {event.scenarios_passed}/"
-                f"{event.scenarios_total}  speedup {speed}  best {best}"
+                f"{event.scenarios_total}  speedup {speed}  best {best}" + _gpu_of(event)
             )
         if kind == "commit":
             return f"[{event.seq}] commit {event.text or event.git_sha}"

@@ -3,7 +3,8 @@ reading the log, diffs, and bisecting for the first bad candidate.
 
 - :mod:`.session`: :class:`SessionHistory` (create/open, commit, read).
 - :mod:`.message`: the commit message convention and :class:`Candidate`.
-- :mod:`.bisect`: :func:`bisect_candidates` and :func:`bisect_exit_code`.
+- :mod:`.bisect`: :func:`bisect_candidates` (and its parallel variant) and
+  :func:`bisect_exit_code`.
 - :mod:`.git`: the insulated ``git`` subprocess runner.
 """
 
@@ -19,6 +20,7 @@ from kernelseek_tui.history.bisect import (
     BisectProgress,
     BisectStep,
     bisect_candidates,
+    bisect_candidates_parallel,
     bisect_exit_code,
     check_criteria,
     predicate_from_evaluator,
@@ -45,6 +47,7 @@ __all__ = [
     "SessionHistory",
     "UnverifiedCandidateError",
     "bisect_candidates",
+    "bisect_candidates_parallel",
     "bisect_exit_code",
     "check_criteria",
     "check_session_id",

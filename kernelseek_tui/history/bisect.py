@@ -50,6 +50,7 @@ class BisectProgress:
     remaining: int  # candidates that may still be the first bad one, this one included
     steps_left: int  # roughly how many tests follow this one
     verdict: Verdict | None
+    round: int | None = None  # a parallel bisect: the round of tests run at once (from 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class BisectStep:
 
     candidate: Candidate
     verdict: Verdict
+    round: int | None = None  # a parallel bisect: the round it was tested in (from 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,12 @@ class BisectOutcome:
     @property
     def found(self) -> bool:
         return self.first_bad is not None
+
+    @property
+    def rounds(self) -> int:
+        """How many times the search waited for tests: one per test, or per parallel round."""
+        numbered = {s.round for s in self.steps if s.round is not None}
+        return len(numbered) + sum(1 for s in self.steps if s.round is None)
 
 
 def check_criteria(
@@ -213,6 +221,117 @@ def bisect_candidates(
     )
 
 
+def bisect_candidates_parallel(
+    history: SessionHistory,
+    good: str,
+    bad: str,
+    is_good: IsGood,
+    slots: int,
+    progress: Callable[[BisectProgress], None] | None = None,
+) -> BisectOutcome:
+    """:func:`bisect_candidates` testing up to ``slots`` candidates at once.
+
+    Each round splits what is left into ``slots + 1`` parts and tests the ``slots`` candidates
+    at the cuts together; then the range narrows to between the newest good one below the
+    oldest bad one and that bad one. ``is_good`` and ``progress`` are called from that many
+    threads at once: give an ``is_good`` that hands each call its own GPU (one backed by
+    ``EvalPool`` does). With a predicate that is good up to some candidate and bad after it,
+    this finds the same first bad candidate as the binary search, in about
+    log(n) / log(slots + 1) rounds instead of log2(n). ``slots`` 1 is the binary search.
+    """
+    if slots < 1:
+        raise KernelseekError("a bisect needs at least one evaluation slot")
+    if slots == 1:
+        return bisect_candidates(history, good, bad, is_good, progress)
+    from concurrent.futures import ThreadPoolExecutor
+
+    newest_first = history.candidates()
+    chain: list[str] = [history.base_sha, *(c.sha for c in reversed(newest_first))]
+    by_sha = {c.sha: c for c in newest_first}
+    place = {sha: i for i, sha in enumerate(chain)}
+    lo = _place_of(history, good, place, "good")
+    hi = _place_of(history, bad, place, "bad")
+    if lo >= hi:
+        raise KernelseekError(f"the good revision {good!r} must come before the bad one {bad!r}")
+
+    skipped: set[int] = set()
+    steps: list[BisectStep] = []
+    round_number = 0
+    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="kernelseek-bisect") as pool:
+        while True:
+            open_places = [i for i in range(lo + 1, hi) if i not in skipped]
+            if not open_places:
+                break
+            round_number += 1
+            picks = _cuts(open_places, lo, hi, slots)
+            remaining = len(open_places) + 1
+            steps_left = max(0, math.ceil(math.log(remaining, slots + 1)) - 1)
+
+            first_step = len(steps) + 1
+            futures = [
+                pool.submit(
+                    _test_one,
+                    history,
+                    is_good,
+                    by_sha[chain[pick]],
+                    _reporter(
+                        progress,
+                        first_step + k,
+                        by_sha[chain[pick]],
+                        remaining,
+                        steps_left,
+                        round_number,
+                    ),
+                )
+                for k, pick in enumerate(picks)
+            ]
+            verdicts = [future.result() for future in futures]
+            for pick, verdict in zip(picks, verdicts, strict=True):
+                steps.append(BisectStep(by_sha[chain[pick]], verdict, round_number))
+                if verdict == "skip":
+                    skipped.add(pick)
+            bads = [p for p, v in zip(picks, verdicts, strict=True) if v == "bad"]
+            if bads:
+                hi = min(bads)
+            goods = [p for p, v in zip(picks, verdicts, strict=True) if v == "good" and p < hi]
+            if goods:
+                lo = max(goods)
+
+    suspects = tuple(by_sha[chain[i]] for i in range(lo + 1, hi + 1))
+    return BisectOutcome(
+        first_bad=suspects[0] if len(suspects) == 1 else None,
+        suspects=suspects,
+        last_good=chain[lo],
+        steps=tuple(steps),
+    )
+
+
+def _test_one(
+    history: SessionHistory,
+    is_good: IsGood,
+    candidate: Candidate,
+    report: Callable[[Verdict | None], None],
+) -> Verdict:
+    report(None)
+    with tempfile.TemporaryDirectory(prefix="kernelseek-bisect-") as tmp:
+        answer = is_good(candidate.sha, history.export_task(candidate.sha, Path(tmp)))
+    verdict: Verdict = "skip" if answer is None else "good" if answer else "bad"
+    report(verdict)
+    return verdict
+
+
+def _cuts(open_places: list[int], lo: int, hi: int, slots: int) -> list[int]:
+    """Up to ``slots`` untested places that split (lo, hi) into ``slots + 1`` even parts."""
+    if len(open_places) <= slots:
+        return list(open_places)
+    picks: list[int] = []
+    for k in range(1, slots + 1):
+        target = lo + (hi - lo) * k / (slots + 1)
+        free = [i for i in open_places if i not in picks]
+        picks.append(min(free, key=lambda i: (abs(i - target), i)))
+    return sorted(picks)
+
+
 def _place_of(history: SessionHistory, rev: str, place: dict[str, int], role: str) -> int:
     sha = history.resolve(rev)
     if sha not in place:
@@ -228,12 +347,16 @@ def _reporter(
     step: int,
     candidate: Candidate,
     remaining: int,
+    steps_left: int | None = None,
+    round_number: int | None = None,
 ) -> Callable[[Verdict | None], None]:
     # Roughly log2 of what is left, after this test: the same estimate `git bisect` prints.
-    steps_left = max(0, math.ceil(math.log2(remaining)) - 1)
+    if steps_left is None:
+        steps_left = max(0, math.ceil(math.log2(remaining)) - 1)
+    left = steps_left
 
     def report(verdict: Verdict | None) -> None:
         if progress is not None:
-            progress(BisectProgress(step, candidate, remaining, steps_left, verdict))
+            progress(BisectProgress(step, candidate, remaining, left, verdict, round_number))
 
     return report

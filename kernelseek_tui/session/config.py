@@ -81,8 +81,9 @@ class SessionConfig:
 
     def __post_init__(self) -> None:
         if self.gpus is not None:
-            self.gpus = [str(g) for g in self.gpus]
-            if not self.gpus or len(set(self.gpus)) != len(self.gpus):
+            self.gpus = [str(g) for g in self.gpus] or None  # no GPUs named: one at a time
+        if self.gpus is not None:
+            if len(set(self.gpus)) != len(self.gpus):
                 raise KernelseekError(f"gpus must name distinct GPUs, got {self.gpus}")
             if self.evaluator_options.get("device") is not None:
                 raise KernelseekError("give --gpus or --device, not both")
