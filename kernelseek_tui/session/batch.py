@@ -67,6 +67,7 @@ def evaluate_many(
     call of the batch has its result, when the session must end.
     """
     engine.checkpoint()
+    asked = len(inputs)
     budget = engine.config.budgets.calls
     if budget is not None:
         inputs = inputs[: max(1, budget - engine.state.tool_calls)]
@@ -130,6 +131,8 @@ def evaluate_many(
         outcomes.append(outcome)
     if stop is not None:
         raise stop
+    if len(outcomes) < asked:
+        engine.checkpoint()  # the budget that cut the batch is spent: this ends the session
     return outcomes
 
 

@@ -54,7 +54,10 @@ class JudgingMixin(EngineCore):
             result = self.evaluator(request.source, request.sets, knobs=request.knobs or None)
         except KernelseekError as error:
             raise ToolError(f"the evaluation could not be made: {error}") from None
-        return self._record_evaluation(call, request, result)
+        if self.gpus:
+            self._note_gpu(result)
+        extra = {"slot_device": self.gpus[0]} if self.gpus else None
+        return self._record_evaluation(call, request, result, extra=extra)
 
     def _prepare_evaluation(self, args: dict[str, Any]) -> EvalRequest:
         """What an ``evaluate`` call asks for, checked; raises ToolError for a bad request."""
