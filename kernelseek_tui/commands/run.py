@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import secrets
@@ -385,8 +386,6 @@ def _make(config: Any) -> Any:
 
 def _gpu_of(event: Any) -> str:
     """`` on GPU <index>`` for an eval timed on a known GPU (the worker's own word first)."""
-    import json
-
     try:
         attrs = json.loads(event.attrs or "{}")
     except ValueError:

@@ -188,7 +188,7 @@ class EngineCore:
         """
         device = result.device or {}
         key, name = device.get("uuid") or device.get("index"), device.get("name")
-        if key is None or name is None or key in self._gpu_models:
+        if key is None or name is None or str(key) in self._gpu_models:
             return
         self._gpu_models[str(key)] = str(name)
         if len(set(self._gpu_models.values())) == 2:
