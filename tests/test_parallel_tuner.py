@@ -338,3 +338,34 @@ def test_a_crash_while_recording_a_batch_commits_both_points_on_resume(
     evals = [e for e in events if e.kind == "eval"]
     keys = [e.parent_event_id for e in evals]
     assert len(keys) == len(set(keys))  # no call judged twice
+
+
+def test_a_batch_without_gpus_runs_one_at_a_time_on_the_sessions_evaluator(
+    task_dir: Path, tmp_path: Path
+) -> None:
+    log: list[Span] = []
+
+    class Batcher:
+        name, commit_policy, raises_decisions = "batcher", "improvements", False
+
+        def __init__(self) -> None:
+            self.outcomes: list[Any] = []
+
+        def run(self, ctx: Any) -> None:
+            assert ctx.eval_slots == 1
+            inputs = [{"knobs": {"BLOCK_M": m}} for m in (32, 128)] + [{"knobs": {"X": 1}}]
+            self.outcomes = ctx.evaluate_many(inputs)
+
+    config = session_config(task_dir, tmp_path / "traces", "plain", objective_sets=["quick"])
+    engine = Engine.start(config, evaluator=SleepyGPU("0", log, delay=0.1))
+    agent = Batcher()
+    engine.run(agent)  # type: ignore[arg-type]
+    assert overlapping(log) == []
+    assert [o.is_error for o in agent.outcomes] == [False, False, True]
+    assert "has no knob 'X'" in agent.outcomes[2].text
+    events = read_events(engine.session_dir)
+    evals = [e for e in events if e.kind == "eval"]
+    assert [e.speedup for e in evals] == [0.8, 1.3]
+    assert all(e.attrs_dict()["slot_device"] is None for e in evals)  # no GPU was named
+    results = [e for e in events if e.kind == "tool_result"]
+    assert len(results) == 3 and results[2].is_error

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.session.agents.base import SessionStop
+from kernelseek_tui.session.core import DEFAULT_SLOT
 from kernelseek_tui.session.judging import EVALS_DIR, EvalRequest
 from kernelseek_tui.session.knobs import write_knobs
 from kernelseek_tui.session.slots import SlotRun
@@ -119,11 +120,7 @@ def evaluate_many(
             duration_ms=(seconds if seconds is not None else time.monotonic() - started) * 1000,
             turn=turn,
             parent_event_id=job.call.event_id,
-            attrs={
-                "batch": batch,
-                "device": run.device if run is not None else None,
-                "queued_s": _queued(run, started),
-            },
+            attrs={"batch": batch, "device": _gpu(run), "queued_s": _queued(run, started)},
         )
         with contextlib.suppress(OSError):
             pending_path(engine.session_dir, job.call.seq).unlink(missing_ok=True)
@@ -175,10 +172,10 @@ def _finish(engine: Engine, job: _Job, batch: str) -> tuple[ToolOutcome, Session
                 "error": f"{type(error).__name__}: {error}",
                 "tool": "evaluate",
                 "batch": batch,
-                "device": run.device,
+                "device": _gpu(run),
             },
         )
-        where = f" on GPU {run.device}" if run.device is not None else ""
+        where = f" on GPU {_gpu(run)}" if _gpu(run) is not None else ""
         return ToolOutcome(f"internal error in evaluate{where}: {error}", is_error=True), None
     return record_result(engine, job.call, job.request, result, run=run, batch=batch)
 
@@ -206,7 +203,7 @@ def record_result(
             request,
             result,
             duration_ms=seconds * 1000 if seconds is not None else None,
-            extra={"batch": batch, "slot_device": run.device if run else None, **(extra or {})},
+            extra={"batch": batch, "slot_device": _gpu(run), **(extra or {})},
         )
         engine._note_gpu(result)
         if moment is not None:
@@ -248,6 +245,13 @@ def _stasher(
         tmp.replace(path)  # whole or absent: a crash mid-write leaves no half file behind
 
     return stash
+
+
+def _gpu(run: SlotRun | None) -> str | None:
+    """The GPU a slot ran on (None for the one slot of a session without --gpus)."""
+    if run is None or run.device in (None, DEFAULT_SLOT):
+        return None
+    return run.device
 
 
 def _queued(run: SlotRun | None, started: float) -> float | None:

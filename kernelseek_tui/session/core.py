@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kernelseek_tui.session")
 
 META_EVERY_S = 5.0
+DEFAULT_SLOT = "default"  # the one slot of a session without --gpus: no GPU of its own
 AGENT_EVENT_KINDS = frozenset({"message", "thinking", "compaction", "error", "control"})
 
 
@@ -168,11 +169,13 @@ class EngineCore:
         return self._slot_evaluators
 
     def slots(self) -> EvalSlots:
-        """The slots that run a batch of evaluations at once (made on first use)."""
+        """The slots that run a batch of evaluations at once (made on first use); without
+        GPUs named, one slot: the evaluator of one evaluation at a time."""
         if self._slots is None:
             from kernelseek_tui.session.slots import EvalSlots
 
-            self._slots = EvalSlots(self._task, self.slot_evaluators())
+            evaluators = self.slot_evaluators() or {DEFAULT_SLOT: self.evaluator}
+            self._slots = EvalSlots(self._task, evaluators)
         return self._slots
 
     def _close_slots(self) -> None:
