@@ -1,0 +1,1 @@
+"""The Textual app: the only package of kernelseek_tui that imports textual."""
