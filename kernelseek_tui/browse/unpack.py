@@ -1,0 +1,126 @@
+"""Recorded sessions shipped as files: a trace directory plus a git bundle of its branch.
+
+A recorded session travels as ``<id>/`` (session.json, events.parquet, evals/) and
+``<id>.bundle`` (the branch ``kernelseek/<id>`` and ``refs/notes/kernelseek``), because a git
+repository cannot live inside another one's tree. ``unpack_recorded`` makes them browsable
+again: the trace copied under a traces root, the bundle fetched into a fresh repository, and
+session.json pointed at the new places. The demo (`traces/demo/`) and the TUI's test fixture
+are such recordings.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.paths import SessionPaths
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "traces" / "demo"
+NOTES_REF = "refs/notes/kernelseek"
+# Files of a live session that mean nothing in a copy (a lock of a writer long gone).
+_SKIPPED = {"writer.lock", "attached", "launch.json"}
+
+
+@dataclass(frozen=True, slots=True)
+class UnpackedSession:
+    session_id: str
+    session_dir: Path
+    repo: Path
+
+
+def recorded_sessions(source: Path = DEMO_DIR) -> list[str]:
+    """The ids of the recorded sessions in ``source`` (each a directory with a bundle)."""
+    if not source.is_dir():
+        raise KernelseekError(f"no recorded sessions at {source}")
+    return sorted(
+        p.name for p in source.iterdir() if p.is_dir() and (source / f"{p.name}.bundle").is_file()
+    )
+
+
+def unpack_recorded(source: Path, dest: Path) -> list[UnpackedSession]:
+    """Unpack every recorded session of ``source`` into ``dest``: traces under
+    ``dest/traces/<id>``, repositories under ``dest/repos/<id>``. Idempotent: a session already
+    unpacked there is left as it is."""
+    traces = dest / "traces"
+    repos = dest / "repos"
+    unpacked = []
+    for session_id in recorded_sessions(source):
+        session_dir = traces / session_id
+        repo = repos / session_id
+        if not (session_dir / "session.json").is_file() or not (repo / ".git").exists():
+            shutil.rmtree(session_dir, ignore_errors=True)
+            shutil.rmtree(repo, ignore_errors=True)
+            _copy_trace(source / session_id, session_dir)
+            _clone_bundle(source / f"{session_id}.bundle", repo)
+            _repoint_meta(session_dir, repo)
+        unpacked.append(UnpackedSession(session_id, session_dir, repo))
+    return unpacked
+
+
+def unpack_demo(dest: Path) -> Path:
+    """Unpack the shipped demo sessions into ``dest``; returns the traces root."""
+    unpack_recorded(DEMO_DIR, dest)
+    return dest / "traces"
+
+
+def pack_session(session_dir: Path, dest: Path) -> Path:
+    """Record a finished session into ``dest`` (the inverse of ``unpack_recorded``): its trace
+    directory and a bundle of its branch and notes. Returns the bundle's path."""
+    meta = json.loads(SessionPaths(session_dir).meta.read_text())
+    session_id, repo, branch = meta["session_id"], Path(meta["repo"]), meta["branch"]
+    target = dest / session_id
+    shutil.rmtree(target, ignore_errors=True)
+    _copy_trace(session_dir, target)
+    bundle = dest / f"{session_id}.bundle"
+    refs = [branch]
+    if _git(["show-ref", "--verify", "--quiet", NOTES_REF], repo, check=False).returncode == 0:
+        refs.append(NOTES_REF)
+    _git(["bundle", "create", "--quiet", str(bundle), *refs], repo)
+    return bundle
+
+
+def _copy_trace(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if n in _SKIPPED])
+
+
+def _clone_bundle(bundle: Path, repo: Path) -> None:
+    repo.mkdir(parents=True, exist_ok=True)
+    _git(["init", "--quiet"], repo)
+    _git(["fetch", "--quiet", str(bundle), "refs/heads/*:refs/heads/*", "refs/notes/*:refs/notes/*"], repo)
+
+
+def _repoint_meta(session_dir: Path, repo: Path) -> None:
+    """session.json names the repository and worktree of the machine it was recorded on."""
+    path = SessionPaths(session_dir).meta
+    meta = json.loads(path.read_text())
+    old_task = Path(meta.get("task_dir") or ".")
+    old_repo = Path(meta.get("repo") or ".")
+    try:
+        task_subdir = old_task.relative_to(old_repo)
+    except ValueError:
+        task_subdir = Path(".")
+    meta["repo"] = str(repo)
+    meta["worktree"] = str(repo / ".kernelseek" / "worktrees" / meta["session_id"])
+    meta["task_dir"] = str(repo / task_subdir)
+    meta.setdefault("recorded_host", meta.get("host"))
+    config = meta.get("config") or {}
+    config["task_dir"] = meta["task_dir"]
+    config["traces_root"] = str(session_dir.parent)
+    meta["config"] = config
+    path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+def _git(args: list[str], cwd: Path, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["git", "-c", "user.name=kernelseek", "-c", "user.email=kernelseek@localhost", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        raise KernelseekError(f"git {' '.join(args[:2])} failed in {cwd}: {result.stderr.strip()}")
+    return result
