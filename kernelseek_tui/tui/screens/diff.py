@@ -50,8 +50,8 @@ class DiffView(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j,down", "scroll_down", "Down", show=False),
         Binding("k,up", "scroll_up", "Up", show=False),
-        Binding("g,home", "scroll_home", "Top", show=False),
-        Binding("G,end", "scroll_end", "Bottom", show=False),
+        Binding("g,home", "top", "Top", show=False),
+        Binding("G,end", "bottom", "Bottom", show=False),
         Binding("h,left", "scroll_left", "Left", show=False),
         Binding("l,right", "scroll_right", "Right", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
@@ -78,8 +78,14 @@ class DiffView(ScrollView, can_focus=True):
         self._lines = [line.expandtabs(4) for line in text.splitlines()]
         widest = max((len(line) for line in self._lines), default=0)
         self.virtual_size = Size(widest, len(self._lines))
-        self.scroll_to(0, 0, animate=False)
+        self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
+
+    def action_top(self) -> None:
+        self.scroll_to(y=0, animate=False, immediate=True)
+
+    def action_bottom(self) -> None:
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
