@@ -183,11 +183,11 @@ async def test_the_table_shows_the_candidates_newest_first_under_the_sparkline(
                 "0.50",
                 "4/4",
             ]
-            assert row[7] == candidate.short_sha
-        assert rows[-1][3] == "start" and rows[-1][7] == session.history.base_sha[:10]
+            assert row[6] == candidate.short_sha
+        assert rows[-1][3] == "start" and rows[-1][6] == session.history.base_sha[:10]
         # The draw_question came after candidate 3: candidates 4.. show it, 1..3 do not.
         question = Timeline.from_events(session.table).questions[0].text
-        by_n = {int(row[1]): row[6] for row in rows[:-1]}
+        by_n = {int(row[1]): row[7] for row in rows[:-1]}
         assert by_n[3] == "" and by_n[4] and question.startswith(by_n[4].rstrip("…"))
         plot = app.query_one(SpeedupPlot)
         drawn = str(plot.render()).splitlines()

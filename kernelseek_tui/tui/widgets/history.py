@@ -63,7 +63,10 @@ class CandidateTable(DataTable[Text]):
 
 
 class HistoryPane(Widget, can_focus=True):
-    """Candidates newest first (plus the start commit last), the sparkline above them."""
+    """Candidates newest first (plus the start commit last), the sparkline above them.
+
+    Columns: mark, n, seq, speedup, vs FA3, passed/total, short sha, the question before it.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "diff", "Diff", id="history.diff"),
@@ -123,8 +126,8 @@ class HistoryPane(Widget, can_focus=True):
             ("speedup", "speedup"),
             ("vs FA3", "vs_fa3"),
             ("passed", "passed"),
-            ("question", "question"),
             ("sha", "sha"),
+            ("question", "question"),  # last: the one long column, cut off at narrow widths
         ):
             table.add_column(label, key=key)
         yield table
@@ -249,7 +252,7 @@ class HistoryPane(Widget, can_focus=True):
         mark = Text(MARK if row.sha in self._marks else "", style="bold yellow")
         if c is None:
             return [mark, Text("0"), Text(""), Text("start", style="dim"), Text(""), Text(""),
-                    Text(""), Text(row.sha[:10], style="dim")]  # fmt: skip
+                    Text(row.sha[:10], style="dim"), Text("")]  # fmt: skip
         question = c.question
         if question is None and self._timeline is not None:
             asked = self._timeline.question_before(c.seq)
@@ -261,8 +264,8 @@ class HistoryPane(Widget, can_focus=True):
             Text(f"{c.speedup:.2f}x" if c.speedup is not None else "-", style="green"),
             Text(f"{c.vs_fa3:.2f}" if c.vs_fa3 is not None else "-"),
             Text(f"{c.passed}/{c.total}", style="" if c.passed == c.total else "red"),
-            Text(_shorten(one_line(question), QUESTION_WIDTH) if question else "", style="magenta"),
             Text(c.short_sha, style="cyan"),
+            Text(_shorten(one_line(question), QUESTION_WIDTH) if question else "", style="magenta"),
         ]
 
     # --- moving ---------------------------------------------------------------------------
