@@ -120,6 +120,22 @@ def test_sparkline_and_markers(session: RealSession) -> None:
     assert timeline.sparkline(0) == "" and timeline.markers_line(0) == ""
 
 
+def test_timeline_of_a_big_synthetic_session_is_quick(tmp_path: Path) -> None:
+    from benchmarks.synthetic import generate_sessions_fast
+
+    (session_dir,) = generate_sessions_fast(tmp_path, count=1)
+    table = read_session(session_dir)
+    started = time.perf_counter()
+    timeline = Timeline.from_events(table)
+    assert time.perf_counter() - started < 0.5  # ~10 ms for ~29k events here
+    kinds = table.column("kind").to_pylist()
+    assert timeline.total_tool_calls == kinds.count("tool_call") > 10_000
+    assert len(timeline.questions) == kinds.count("question")
+    bests = [p.best_speedup for p in timeline.points]
+    assert bests == sorted(bests)  # a running best never falls
+    assert len(timeline.sparkline(60)) == len(timeline.markers_line(60)) == 60
+
+
 def test_timeline_of_a_session_without_evals() -> None:
     from kernelseek_tui.trace.schema import EVENT_SCHEMA
 
