@@ -212,19 +212,23 @@ class TranscriptIndex:
 
     # -- views ----------------------------------------------------------------------------
 
-    def filtered(self, kinds: frozenset[str] | None, errors_only: bool) -> list[int]:
-        """Row indices of the events of ``kinds`` (None: every kind), errors only if asked.
+    def filtered(
+        self, kinds: frozenset[str] | None, errors_only: bool, *, start: int = 0
+    ) -> list[int]:
+        """Row indices of the events of ``kinds`` (None: every kind), errors only if asked,
+        from row ``start`` on (a live append filters only its new rows).
 
         An error is a ``tool_result`` marked ``is_error`` or an ``error`` event.
         """
         kind, is_error = self._kind, self._is_error
+        end = len(kind)
         if kinds is None and not errors_only:
-            return list(range(len(kind)))
+            return list(range(start, end))
         if errors_only:
-            rows = [i for i, k in enumerate(kind) if is_error[i] or k == "error"]
+            rows = [i for i in range(start, end) if is_error[i] or kind[i] == "error"]
             return rows if kinds is None else [i for i in rows if kind[i] in kinds]
         assert kinds is not None
-        return [i for i, k in enumerate(kind) if k in kinds]
+        return [i for i in range(start, end) if kind[i] in kinds]
 
     def search(
         self,
