@@ -300,6 +300,9 @@ def _matching_rows(segment: pa.Table, query: str) -> list[int]:
 # -- one line per event -------------------------------------------------------------------
 
 
+_NO_BREAKS: Final = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+
+
 def _line_of(row: dict[str, Any], ts_us: int) -> TranscriptLine:
     kind = row["kind"]
     summarise = _SUMMARISERS.get(kind, _summarise_other)
@@ -307,7 +310,8 @@ def _line_of(row: dict[str, Any], ts_us: int) -> TranscriptLine:
     is_error = bool(row.get("is_error")) or kind == "error"
     if is_error:
         style = _ERROR_STYLE
-    summary = _one_line(summary)
+    # Keep the double spaces between parts; only line breaks may not reach the terminal.
+    summary = summary.translate(_NO_BREAKS)
     if len(summary) > _SUMMARY_CHARS:
         summary = summary[: _SUMMARY_CHARS - 1] + "…"
     return TranscriptLine(
@@ -374,11 +378,16 @@ def _describe_arguments(name: str, arguments: dict[str, Any]) -> str:
         knobs = arguments.get("knobs")
         if isinstance(knobs, dict) and knobs:
             pieces.append(" ".join(f"{k}={v}" for k, v in knobs.items()))
-        return " ".join(pieces)
+        rest = {k: v for k, v in arguments.items() if k not in ("set", "knobs")}
+        return "  ".join([" ".join(pieces), *([_generic_arguments(rest)] if rest else [])])
     edit = _edit_sizes(arguments)
     if edit is not None:
         path = arguments.get("path") or arguments.get("file_path") or "?"
         return f"{path}  {edit}"
+    return _generic_arguments(arguments)
+
+
+def _generic_arguments(arguments: dict[str, Any]) -> str:
     ordered = [k for k in _LEADING_ARGS if k in arguments]
     ordered += [k for k in arguments if k not in ordered]
     pieces = []

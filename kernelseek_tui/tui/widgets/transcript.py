@@ -326,7 +326,7 @@ class TranscriptView(ScrollView, can_focus=True):
         return self._note or None
 
     def _refresh_prompt(self) -> None:
-        self.refresh()
+        self._rows_changed()
 
     # -- cursor and rows --------------------------------------------------------------------
 
@@ -345,7 +345,11 @@ class TranscriptView(ScrollView, can_focus=True):
         return max(0, bisect_right(self._rows, row) - 1)
 
     def _rows_changed(self) -> None:
-        self.virtual_size = Size(max(1, self.scrollable_content_region.width), len(self._rows))
+        # One line more while the prompt shows, so that it never hides the last row.
+        extra = 1 if self._prompt_text() is not None else 0
+        self.virtual_size = Size(
+            max(1, self.scrollable_content_region.width), len(self._rows) + extra
+        )
         kinds = self._filter_name
         total = len(self._index) if self._index is not None else 0
         self.border_subtitle = (
@@ -365,7 +369,7 @@ class TranscriptView(ScrollView, can_focus=True):
         position = max(0, min(len(self._rows) - 1, position))
         if self._note and not self._searching:
             self._note = ""
-            self.refresh()
+            self._refresh_prompt()
         if position == self._cursor:
             return
         old = self._cursor
@@ -405,7 +409,7 @@ class TranscriptView(ScrollView, can_focus=True):
                 return
             position += step
         self._note = f"no {'later' if forward else 'earlier'} eval"
-        self.refresh()
+        self._refresh_prompt()
 
     def _announce(self) -> None:
         row = self.selected_row
