@@ -455,7 +455,7 @@ def test_search_prompt_finds_next_and_previous(small_table: pa.Table) -> None:
         assert view.selected_row == matches[1]
         assert f"match 2/{len(matches)}" in screen_text(view)[-1]
         await pilot.press("escape")
-        assert not view.searching and view.query == "SYNCTHREADS"
+        assert not view.searching and view.search_query == "SYNCTHREADS"
         await pilot.press("n")
         assert view.selected_row == matches[2]
         await pilot.press("N", "N")
@@ -484,6 +484,8 @@ def test_filter_cycles_and_keeps_the_event(small_table: pa.Table) -> None:
         assert view.visible_rows == questions
         assert view.selected_row == questions[3]  # the nearest earlier question
         assert all(" question " in line for line in screen_text(view) if line.strip())
+        question_row = view.render_line(1)  # not the cursor's: its own highlight shows
+        assert any(segment.style and segment.style.bgcolor for segment in question_row)
         await pilot.press("f")
         assert view.filter_name == "evals"
         assert all(kinds[i] in ("eval", "commit") for i in view.visible_rows)

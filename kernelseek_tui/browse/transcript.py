@@ -388,7 +388,7 @@ def _describe_arguments(name: str, arguments: dict[str, Any]) -> str:
 
 
 def _generic_arguments(arguments: dict[str, Any]) -> str:
-    ordered = [k for k in _LEADING_ARGS if k in arguments]
+    ordered: list[str] = [k for k in _LEADING_ARGS if k in arguments]
     ordered += [k for k in arguments if k not in ordered]
     pieces = []
     for key in ordered:

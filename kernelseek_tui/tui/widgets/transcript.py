@@ -119,7 +119,7 @@ class TranscriptView(ScrollView, can_focus=True):
         return self._rows
 
     @property
-    def query(self) -> str:
+    def search_query(self) -> str:
         """The last search query (what ``n``/``N`` look for)."""
         return self._query
 
@@ -230,9 +230,8 @@ class TranscriptView(ScrollView, can_focus=True):
 
     # -- search prompt ----------------------------------------------------------------------
 
-    async def _on_key(self, event: events.Key) -> None:
+    async def on_key(self, event: events.Key) -> None:
         if not self._searching:
-            await super()._on_key(event)
             return
         # While the prompt is open every key is the prompt's: bindings must not see "j" or "q".
         event.stop()
@@ -254,7 +253,7 @@ class TranscriptView(ScrollView, can_focus=True):
             self._buffer += event.character
         self._refresh_prompt()
 
-    def _on_paste(self, event: events.Paste) -> None:
+    def on_paste(self, event: events.Paste) -> None:
         if self._searching:
             event.stop()
             self._buffer += " ".join(event.text.split())
