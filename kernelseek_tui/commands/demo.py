@@ -1,16 +1,59 @@
-"""`kernelseek demo`: not built yet."""
+"""`kernelseek demo`: the recorded demo sessions, offline: no GPU, no API key, no network."""
 
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 
-from kernelseek_tui.commands.common import not_built
+DEFAULT_SESSION = "gpu-tuner-20261202-171357"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("demo", help="(not built yet)")
+    parser = sub.add_parser(
+        "demo",
+        help="open the TUI on the recorded demo sessions (offline)",
+        description="Unpacks the sessions recorded in traces/demo (a tuner session measured on "
+        "an H200, and a scripted claude session whose numbers are stand-ins) into a directory "
+        "with their git repositories, then opens the TUI on one of them.",
+    )
+    parser.add_argument(
+        "--session", default=DEFAULT_SESSION, help=f"which one (default {DEFAULT_SESSION})"
+    )
+    parser.add_argument("--list", action="store_true", help="list the recorded sessions")
+    parser.add_argument("--dir", type=Path, help="unpack here (default: a new temporary dir)")
+    parser.add_argument(
+        "--headless-check",
+        metavar="SVG",
+        type=Path,
+        help="render the first screen to an SVG without a terminal, then exit",
+    )
+    parser.add_argument("--size", default="160x45", help="with --headless-check: COLSxROWS")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise not_built("demo", "a later issue")
+    from kernelseek_tui.browse.unpack import DEMO_DIR, recorded_sessions, unpack_demo
+    from kernelseek_tui.commands.open import parse_size
+    from kernelseek_tui.errors import KernelseekError
+    from kernelseek_tui.tui.app import open_tui
+
+    names = recorded_sessions(DEMO_DIR)
+    if args.list:
+        print("\n".join(names))
+        return 0
+    if args.session not in names:
+        raise KernelseekError(f"no demo session {args.session!r}; there are: {', '.join(names)}")
+    dest = args.dir or Path(tempfile.mkdtemp(prefix="kernelseek-demo-"))
+    root = unpack_demo(dest)
+    print(f"demo sessions unpacked under {dest}")
+    code = open_tui(
+        root / args.session,
+        live=False,
+        traces_root=root,
+        screenshot=args.headless_check,
+        size=parse_size(args.size),
+    )
+    if args.headless_check:
+        print(f"wrote {args.headless_check}")
+    return code

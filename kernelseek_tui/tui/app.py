@@ -1,0 +1,455 @@
+"""The Textual app: transcript, kernel history and benchmark table side by side.
+
+The app owns the wiring between the panes (the panes know nothing of one another): a cursor
+move in the transcript selects the candidate behind it and shows its benchmark; a candidate
+picked in the history moves the transcript to the eval that produced it. Everything slow (the
+first read, eval results, notes, the live tail) runs in workers and comes back as messages.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Static
+
+from kernelseek_tui.browse.session_data import (
+    SessionData,
+    counts,
+    elapsed_s,
+    eval_result_at,
+    load_session,
+    result_from_note,
+)
+from kernelseek_tui.browse.timeline import Timeline
+from kernelseek_tui.browse.transcript import TranscriptIndex
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.tui.keymap import load_keymap
+from kernelseek_tui.tui.messages import (
+    CandidateSelected,
+    EventSelected,
+    NewEvents,
+    QuestionSubmitted,
+)
+from kernelseek_tui.tui.screens.help import HelpScreen
+from kernelseek_tui.tui.widgets.benchmark import BenchmarkPane
+from kernelseek_tui.tui.widgets.header import SessionHeader
+from kernelseek_tui.tui.widgets.history import HistoryPane
+from kernelseek_tui.tui.widgets.question_bar import QuestionBar
+from kernelseek_tui.tui.widgets.transcript import TranscriptView
+
+PANES = ("transcript", "history", "benchmark")
+NARROW_BELOW = 120  # columns: under this the panes are tabs, one at a time
+SELECTION_DELAY_S = 0.08  # coalesce a burst of cursor moves into one benchmark load
+
+
+class KernelseekApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "kernelseek"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("f2", "show_pane('transcript')", "Transcript", id="app.pane_transcript"),
+        Binding("f3", "show_pane('history')", "History", id="app.pane_history"),
+        Binding("f4", "show_pane('benchmark')", "Bench", id="app.pane_benchmark"),
+        Binding("tab", "next_pane", "Next pane", show=False, id="app.next_pane"),
+        Binding("shift+tab", "next_pane(-1)", "Prev pane", show=False, id="app.prev_pane"),
+        Binding("f5,colon", "query", "Query", id="app.query"),
+        Binding("a", "ask", "Ask", id="app.ask"),
+        Binding("p", "pause", "Pause/resume", id="app.pause"),
+        Binding("ctrl+x", "stop", "Stop session", id="app.stop"),
+    ]
+
+    def __init__(
+        self,
+        session_dir: Path,
+        *,
+        traces_root: Path | None = None,
+        live: bool = False,
+        predicate_factory: Any = None,
+    ) -> None:
+        super().__init__()
+        self.session_dir = Path(session_dir)
+        self.traces_root = traces_root or self.session_dir.parent
+        self.live = live
+        self.data: SessionData | None = None
+        self.timeline: Timeline | None = None
+        self.follower: Any = None
+        self._predicate_factory = predicate_factory
+        self._pane = "transcript"
+        self._pending_selection: tuple[str, Any] | None = None
+        self._selection_timer: Any = None
+        self._asked_for: int | None = None  # the decision seq the bar was opened for
+        self._stop_armed = False
+        self.animation_level = "none"
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield SessionHeader("loading …", id="header")
+        yield Static("", id="tabs")
+        with Horizontal(id="panes"):
+            with Vertical(id="pane-transcript", classes="pane"):
+                yield TranscriptView(id="transcript")
+            with Vertical(id="pane-history", classes="pane"):
+                yield HistoryPane(id="history", predicate_factory=self._bisect_factory())
+            with Vertical(id="pane-benchmark", classes="pane"):
+                yield BenchmarkPane(id="benchmark")
+        yield QuestionBar(id="question-bar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        try:
+            self.set_keymap(load_keymap())
+        except KernelseekError as error:
+            self.notify(str(error), severity="error", timeout=10)
+        self._apply_width(self.size.width)
+        self.query_one("#pane-transcript").border_title = "Transcript"
+        self.query_one("#pane-history").border_title = "History"
+        self.query_one("#pane-benchmark").border_title = "Benchmark"
+        self.query_one(TranscriptView).focus()
+        self._load()
+
+    def on_resize(self, event: Any) -> None:
+        self._apply_width(event.size.width)
+
+    def _apply_width(self, width: int) -> None:
+        narrow = width < NARROW_BELOW
+        self.set_class(narrow, "-narrow")
+        for name in PANES:
+            self.query_one(f"#pane-{name}").set_class(name == self._pane, "-active")
+        tabs = "   ".join(
+            f"[reverse] F{i + 2} {name} [/]" if name == self._pane else f"F{i + 2} {name}"
+            for i, name in enumerate(PANES)
+        )
+        self.query_one("#tabs", Static).update(tabs if narrow else "")
+
+    # -- loading --------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load(self) -> None:
+        data = load_session(self.session_dir)
+        index = TranscriptIndex(data.table)
+        timeline = Timeline.from_events(data.table)
+        self.call_from_thread(self._loaded, data, index, timeline)
+
+    def _loaded(self, data: SessionData, index: TranscriptIndex, timeline: Timeline) -> None:
+        self.data = data
+        self.timeline = timeline
+        self.query_one(TranscriptView).set_index(index)
+        history = self.query_one(HistoryPane)
+        history.load(data.history, timeline)
+        if data.history_problem:
+            self.notify(data.history_problem, severity="warning", timeout=8)
+        self._refresh_header()
+        last_eval = _last_seq(data.table, "eval")
+        if last_eval is not None:
+            self.query_one(TranscriptView).jump_to_seq(last_eval)
+            self._select_eval(last_eval)
+        if self.live:
+            self._start_follower()
+            self.set_interval(1.0, self._refresh_header)
+            self._maybe_open_bar()
+
+    def _refresh_header(self) -> None:
+        if self.data is None:
+            return
+        meta = self.data.meta
+        note = (meta.extra.get("recorded") if meta else None) or None
+        if meta and not self.live and meta.host and meta.extra.get("recorded_host"):
+            note = note or f"recorded on {meta.extra['recorded_host']}"
+        self.query_one(SessionHeader).show(
+            session_id=self.data.session_id,
+            agent=meta.agent if meta else "imported",
+            model=meta.model if meta else None,
+            status=self.data.status,
+            elapsed_s=elapsed_s(self.data.table, live=self.live and self.data.status == "running"),
+            counts=counts(self.data.table),
+            note=note,
+        )
+
+    # -- live -----------------------------------------------------------------------------
+
+    def _start_follower(self) -> None:
+        from kernelseek_tui.tui.live import LiveFollower
+
+        assert self.data is not None
+
+        def deliver(table: Any, meta: dict[str, Any] | None) -> None:
+            self.post_message(NewEvents(table, meta))  # thread-safe; never blocks the follower
+
+        seqs = self.data.table["seq"]
+        self.follower = LiveFollower(
+            self.session_dir,
+            self.data.wal_offset,
+            deliver,
+            last_seq=seqs[-1].as_py() if len(seqs) else None,
+        )
+        self.follower.start()
+
+    def on_new_events(self, message: NewEvents) -> None:
+        if self.data is None:
+            return
+        import pyarrow as pa
+
+        from kernelseek_tui.session.meta import SessionMeta
+
+        if message.meta:
+            self.data.meta = SessionMeta.from_dict(message.meta)
+        if message.table.num_rows == 0:
+            self._refresh_header()
+            return
+        self.data.table = pa.concat_tables([self.data.table, message.table])
+        self.query_one(TranscriptView).append(message.table)
+        self.timeline = Timeline.from_events(self.data.table)
+        history = self.query_one(HistoryPane)
+        history.set_timeline(self.timeline)
+        if "commit" in set(message.table["kind"].to_pylist()):
+            history.reload()
+        self._refresh_header()
+        self._maybe_open_bar()
+
+    def _maybe_open_bar(self) -> None:
+        from kernelseek_tui.tui.live import pending_decision
+
+        if self.data is None:
+            return
+        pending = pending_decision(self.data.table)
+        if pending is None or pending.get("seq") == self._asked_for:
+            return
+        self._asked_for = pending.get("seq")
+        self.query_one(QuestionBar).open(
+            pending.get("trigger"),
+            pending.get("suggestions") or [],
+            detail=pending.get("text") or "",
+            wait_s=pending.get("wait_s"),
+        )
+
+    def on_question_submitted(self, message: QuestionSubmitted) -> None:
+        from kernelseek_tui.tui.live import send_question
+
+        if not self._can_steer("ask"):
+            return
+        send_question(self.session_dir, message.text, message.question_id, message.trigger)
+        self.notify(f"asked: {message.text}")
+
+    def _can_steer(self, what: str) -> bool:
+        if self.live and self.data is not None and self.data.status in {"running", "paused"}:
+            return True
+        self.notify(f"cannot {what}: this session is not running here", severity="warning")
+        return False
+
+    # -- the panes' wiring ---------------------------------------------------------------
+
+    def on_event_selected(self, message: EventSelected) -> None:
+        self._schedule_selection(("event", message.seq))
+
+    def on_candidate_selected(self, message: CandidateSelected) -> None:
+        if message.eval_seq is not None:
+            self.query_one(TranscriptView).jump_to_seq(message.eval_seq)
+        self._schedule_selection(("commit", message.sha))
+
+    def _schedule_selection(self, selection: tuple[str, Any]) -> None:
+        self._pending_selection = selection
+        if self._selection_timer is not None:
+            self._selection_timer.stop()
+        self._selection_timer = self.set_timer(SELECTION_DELAY_S, self._apply_selection)
+
+    def _apply_selection(self) -> None:
+        selection, self._pending_selection = self._pending_selection, None
+        if selection is None or self.data is None:
+            return
+        kind, value = selection
+        if kind == "commit":
+            self._show_commit(value)
+            return
+        eval_seq = self._eval_seq_at_or_before(value)
+        if eval_seq is None:
+            return
+        self.query_one(HistoryPane).select_for_eval_seq(eval_seq)
+        self._select_eval(eval_seq)
+
+    def _eval_seq_at_or_before(self, seq: int) -> int | None:
+        """The eval an event belongs to: itself, the eval a commit came from, or the last
+        eval before it."""
+        assert self.data is not None
+        import pyarrow.compute as pc
+
+        table = self.data.table
+        evals = table.filter(
+            pc.and_(pc.equal(table["kind"], "eval"), pc.less_equal(table["seq"], seq))
+        )
+        return evals["seq"][-1].as_py() if evals.num_rows else None
+
+    @work(thread=True, exclusive=True, group="benchmark")
+    def _select_eval(self, seq: int) -> None:
+        assert self.data is not None
+        result = eval_result_at(self.session_dir, self.data.table, seq)
+        self.call_from_thread(self.query_one(BenchmarkPane).show, result, f"eval at seq {seq}")
+
+    @work(thread=True, exclusive=True, group="benchmark")
+    def _show_commit(self, sha: str) -> None:
+        data = self.data
+        result = None
+        if data is not None and data.history is not None:
+            result = result_from_note(data.history, sha)
+            if result is None and self.timeline is not None:
+                seq = self.timeline.eval_seq_for_commit(sha)
+                if seq is not None:
+                    result = eval_result_at(self.session_dir, data.table, seq)
+        self.call_from_thread(self.query_one(BenchmarkPane).show, result, f"commit {sha[:10]}")
+
+    def _bisect_factory(self) -> Any:
+        if self._predicate_factory is not None:
+            return self._predicate_factory
+        from kernelseek_tui.evaluate.pool import visible_devices
+
+        if not visible_devices():
+            return None  # the pane says plainly that bisect needs a GPU box
+
+        def factory() -> Any:
+            from kernelseek_tui.history import predicate_from_evaluator
+            from kernelseek_tui.session.evaluator import TaskEvaluator
+            from kernelseek_tui.session.knobs import read_knobs
+            from kernelseek_tui.task import load_task
+
+            assert self.data is not None and self.data.meta is not None
+            task = load_task(Path(self.data.meta.task_dir))
+            kernel = task.source.relative_to(task.dir)
+            evaluator = TaskEvaluator(task)
+            sets = self.data.meta.objective_sets
+
+            def judge(sha: str, task_dir: Path) -> Any:
+                return evaluator(task_dir / kernel, sets, knobs=read_knobs(task_dir, task))
+
+            return predicate_from_evaluator(judge)
+
+        return factory
+
+    # -- actions --------------------------------------------------------------------------
+
+    def action_show_pane(self, name: str) -> None:
+        self._pane = name
+        self._apply_width(self.size.width)
+        target = {"transcript": TranscriptView, "history": HistoryPane, "benchmark": BenchmarkPane}
+        self.query_one(target[name]).focus()
+
+    def action_next_pane(self, step: int = 1) -> None:
+        focused = self.focused
+        current = self._pane
+        for name in PANES:
+            node = self.query_one(f"#pane-{name}")
+            if focused is not None and (focused is node or node in focused.ancestors):
+                current = name
+        self.action_show_pane(PANES[(PANES.index(current) + step) % len(PANES)])
+
+    def action_help(self) -> None:
+        rows: list[tuple[str, str, str, str]] = []
+        seen: set[str] = set()
+        for node in [self, *self.query("*")]:
+            for binding in getattr(type(node), "BINDINGS", []):
+                if not isinstance(binding, Binding) or not binding.id or binding.id in seen:
+                    continue
+                seen.add(binding.id)
+                where = binding.id.split(".", 1)[0]
+                keys = self._keys_for(binding)
+                rows.append((where, keys, binding.description or binding.action, binding.id))
+        self.push_screen(HelpScreen(rows))
+
+    def _keys_for(self, binding: Binding) -> str:
+        override = getattr(self, "_keymap", {}).get(binding.id or "")
+        return override or binding.key
+
+    def action_query(self) -> None:
+        from kernelseek_tui.tui.screens.query import QueryScreen
+
+        self.push_screen(QueryScreen(self.traces_root))
+
+    def action_ask(self) -> None:
+        if not self._can_steer("ask"):
+            return
+        from kernelseek_tui.tui.live import manual_suggestions
+
+        self.query_one(QuestionBar).open("manual", manual_suggestions(self.data), detail="")
+
+    def action_pause(self) -> None:
+        from kernelseek_tui.tui.live import send_control
+
+        if not self._can_steer("pause"):
+            return
+        assert self.data is not None
+        command = "resume" if self.data.status == "paused" else "pause"
+        send_control(self.session_dir, command)
+        self.notify(f"{command} sent")
+
+    def action_stop(self) -> None:
+        from kernelseek_tui.tui.live import send_control
+
+        if not self._can_steer("stop"):
+            return
+        if not self._stop_armed:
+            self._stop_armed = True
+            self.notify("press ctrl+x again within 3 s to stop the session")
+            self.set_timer(3.0, self._disarm_stop)
+            return
+        self._stop_armed = False
+        send_control(self.session_dir, "stop")
+        self.notify("stop sent")
+
+    def _disarm_stop(self) -> None:
+        self._stop_armed = False
+
+    def on_unmount(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
+
+
+def _last_seq(table: Any, kind: str) -> int | None:
+    import pyarrow.compute as pc
+
+    rows = table.filter(pc.equal(table["kind"], kind))
+    return rows["seq"][-1].as_py() if rows.num_rows else None
+
+
+def open_tui(
+    session_dir: Path,
+    *,
+    live: bool = False,
+    traces_root: Path | None = None,
+    screenshot: Path | None = None,
+    size: tuple[int, int] = (160, 45),
+) -> int:
+    """Run the app on a session. ``screenshot`` runs it headless instead, saves an SVG of the
+    first screen once loaded and returns (for machines without a terminal, and CI)."""
+    app = KernelseekApp(session_dir, traces_root=traces_root, live=live)
+    if screenshot is not None:
+        return _headless(app, screenshot, size)
+    if not os.isatty(1) or not os.isatty(0):
+        raise KernelseekError(
+            "the TUI needs a terminal (stdin and stdout); use --headless-check FILE to render "
+            "its first screen to an SVG instead"
+        )
+    app.run()
+    return 0
+
+
+def _headless(app: KernelseekApp, screenshot: Path, size: tuple[int, int]) -> int:
+    async def pilot(p: Any) -> None:
+        await p.pause()
+        await app.workers.wait_for_complete()
+        await p.pause(0.3)
+        await app.workers.wait_for_complete()
+        await p.pause()
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        screenshot.write_text(app.export_screenshot())
+        app.exit()
+
+    app.run(headless=True, size=size, auto_pilot=pilot)
+    return 0

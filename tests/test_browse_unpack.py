@@ -1,0 +1,112 @@
+"""Recorded sessions (trace + bundle) unpack into browsable sessions with their git history."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.browse.session_data import (
+    counts,
+    eval_result_at,
+    load_session,
+    resolve_session_dir,
+    result_from_note,
+)
+from kernelseek_tui.browse.unpack import (
+    DEMO_DIR,
+    pack_session,
+    recorded_sessions,
+    unpack_demo,
+    unpack_recorded,
+)
+from kernelseek_tui.errors import KernelseekError
+
+
+@pytest.fixture(scope="module")
+def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return unpack_demo(tmp_path_factory.mktemp("demo"))
+
+
+def test_the_demo_ships_the_measured_session_and_the_scripted_one() -> None:
+    names = recorded_sessions(DEMO_DIR)
+    assert "scripted-claude" in names
+    assert any(name.startswith("gpu-tuner-") for name in names)
+
+
+def test_unpacked_sessions_point_at_their_new_repositories(demo_root: Path) -> None:
+    for name in recorded_sessions(DEMO_DIR):
+        meta = json.loads((demo_root / name / "session.json").read_text())
+        assert meta["repo"].startswith(str(demo_root.parent))
+        assert Path(meta["task_dir"]).relative_to(meta["repo"]) == Path("kernels/flash_fwd")
+        data = load_session(demo_root / name)
+        assert data.history is not None, data.history_problem
+        candidates = data.history.candidates()
+        assert candidates, name
+        assert counts(data.table)["commits"] == len(candidates)
+
+
+def test_each_commit_carries_its_evaluation_as_a_note(demo_root: Path) -> None:
+    data = load_session(demo_root / "scripted-claude")
+    assert data.history is not None
+    for candidate in data.history.candidates():
+        result = result_from_note(data.history, candidate.sha)
+        assert result is not None and result.passed
+        assert result.summary.geomean_speedup == pytest.approx(candidate.speedup, rel=1e-3)
+
+
+def test_the_measured_session_holds_real_per_scenario_timings(demo_root: Path) -> None:
+    name = next(n for n in recorded_sessions(DEMO_DIR) if n.startswith("gpu-tuner-"))
+    data = load_session(demo_root / name)
+    evals = [r for r in data.table.to_pylist() if r["kind"] == "eval"]
+    assert len(evals) >= 3
+    result = eval_result_at(data.session_dir, data.table, evals[0]["seq"])
+    assert result is not None
+    assert result.device.get("name", "").startswith("NVIDIA")
+    assert all(s.ms and s.ms > 0 for s in result.scenarios)
+    speeds = {round(e["speedup"], 3) for e in evals}
+    assert len(speeds) >= 3  # at least three knob values that change speed
+
+
+def test_unpacking_twice_keeps_the_first_copy(tmp_path: Path) -> None:
+    first = unpack_recorded(DEMO_DIR, tmp_path)
+    marker = first[0].session_dir / "marker"
+    marker.write_text("x")
+    unpack_recorded(DEMO_DIR, tmp_path)
+    assert marker.exists()
+
+
+def test_pack_then_unpack_round_trips(demo_root: Path, tmp_path: Path) -> None:
+    pack_session(demo_root / "scripted-claude", tmp_path / "packed")
+    again = unpack_recorded(tmp_path / "packed", tmp_path / "out")
+    assert [s.session_id for s in again] == ["scripted-claude"]
+    original = load_session(demo_root / "scripted-claude")
+    copy = load_session(again[0].session_dir)
+    assert copy.table.num_rows == original.table.num_rows
+    assert copy.history is not None and original.history is not None
+    assert [c.sha for c in copy.history.candidates()] == [
+        c.sha for c in original.history.candidates()
+    ]
+
+
+def test_a_traces_root_opens_its_newest_session(demo_root: Path, tmp_path: Path) -> None:
+    session_dir, root = resolve_session_dir(demo_root)
+    assert root == demo_root.resolve()
+    assert session_dir.parent == root
+    with pytest.raises(KernelseekError, match="holds no session"):
+        resolve_session_dir(tmp_path)
+
+
+def test_a_trace_without_its_repository_still_loads(demo_root: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "scripted-claude"
+    shutil.copytree(demo_root / "scripted-claude", copy)
+    meta = json.loads((copy / "session.json").read_text())
+    meta["repo"] = str(tmp_path / "gone")
+    (copy / "session.json").write_text(json.dumps(meta))
+    data = load_session(copy)
+    assert data.history is None
+    assert data.history_problem and "unavailable" in data.history_problem
+    assert data.table.num_rows > 0
