@@ -97,7 +97,9 @@ def main() -> int:
         mark = "" if target is None else (" ok" if value <= target else " MISSED")
         unit = "s" if key.endswith("_s") else "ms"
         goal = "" if target is None else f"  (target <= {target:g} {unit}){mark}"
-        print(f"  {key:14s} {value:8.1f}{goal}" if unit == "ms" else f"  {key:14s} {value:8.3f}{goal}")
+        print(
+            f"  {key:14s} {value:8.1f}{goal}" if unit == "ms" else f"  {key:14s} {value:8.3f}{goal}"
+        )
     return 0
 
 

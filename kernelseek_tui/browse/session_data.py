@@ -45,7 +45,9 @@ def resolve_session_dir(path: Path) -> tuple[Path, Path]:
         return path, path.parent
     sessions = [p for p in path.iterdir() if p.is_dir() and _is_session(p)]
     if not sessions:
-        raise KernelseekError(f"{path} holds no session (no events.parquet, wal.jsonl or session.json)")
+        raise KernelseekError(
+            f"{path} holds no session (no events.parquet, wal.jsonl or session.json)"
+        )
     newest = max(sessions, key=_created_key)
     return newest, path
 
@@ -118,9 +120,9 @@ def elapsed_s(table: pa.Table, *, live: bool) -> float:
     """Wall time from the first event to the last (to now while live)."""
     if table.num_rows == 0:
         return 0.0
-    first = table["ts"][0].as_py() or 0
-    last = time.time() * 1e6 if live else (table["ts"][-1].as_py() or first)
-    return max(0.0, (last - first) / 1e6)
+    first = table["ts"][0].as_py().timestamp()
+    last = time.time() if live else table["ts"][-1].as_py().timestamp()
+    return max(0.0, last - first)
 
 
 def counts(table: pa.Table) -> dict[str, Any]:

@@ -90,7 +90,10 @@ def _copy_trace(source: Path, target: Path) -> None:
 def _clone_bundle(bundle: Path, repo: Path) -> None:
     repo.mkdir(parents=True, exist_ok=True)
     _git(["init", "--quiet"], repo)
-    _git(["fetch", "--quiet", str(bundle), "refs/heads/*:refs/heads/*", "refs/notes/*:refs/notes/*"], repo)
+    _git(
+        ["fetch", "--quiet", str(bundle), "refs/heads/*:refs/heads/*", "refs/notes/*:refs/notes/*"],
+        repo,
+    )
 
 
 def _repoint_meta(session_dir: Path, repo: Path) -> None:

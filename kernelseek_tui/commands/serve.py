@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Runs `kernelseek open PATH` (or `attach SESSION` with --live, or `demo`) "
         "behind textual-serve; each browser tab gets its own app process.",
     )
-    parser.add_argument("path", nargs="?", help="a session directory or traces root (default: the demo)")
+    parser.add_argument(
+        "path", nargs="?", help="a session directory or traces root (default: the demo)"
+    )
     parser.add_argument("--live", action="store_true", help="attach to a running session")
     parser.add_argument("--host", default="localhost")
     parser.add_argument("--port", type=int, default=8000)

@@ -163,8 +163,8 @@ class KernelseekApp(App[None]):
             return
         meta = self.data.meta
         note = (meta.extra.get("recorded") if meta else None) or None
-        if meta and not self.live and meta.host and meta.extra.get("recorded_host"):
-            note = note or f"recorded on {meta.extra['recorded_host']}"
+        if meta and not note and meta.extra.get("recorded_host"):
+            note = f"recorded on host {meta.extra['recorded_host']}"
         self.query_one(SessionHeader).show(
             session_id=self.data.session_id,
             agent=meta.agent if meta else "imported",
@@ -229,7 +229,7 @@ class KernelseekApp(App[None]):
             pending.get("trigger"),
             pending.get("suggestions") or [],
             detail=pending.get("text") or "",
-            wait_s=pending.get("wait_s"),
+            wait_s=pending.get("remaining_s"),
         )
 
     def on_question_submitted(self, message: QuestionSubmitted) -> None:
@@ -375,9 +375,12 @@ class KernelseekApp(App[None]):
     def action_ask(self) -> None:
         if not self._can_steer("ask"):
             return
-        from kernelseek_tui.tui.live import manual_suggestions
+        from kernelseek_tui.tui.live import suggestions_for
 
-        self.query_one(QuestionBar).open("manual", manual_suggestions(self.data), detail="")
+        session_dir = self.session_dir
+        self.query_one(QuestionBar).open_manual(
+            lambda: suggestions_for("manual", session_dir=session_dir)
+        )
 
     def action_pause(self) -> None:
         from kernelseek_tui.tui.live import send_control
@@ -452,4 +455,8 @@ def _headless(app: KernelseekApp, screenshot: Path, size: tuple[int, int]) -> in
         app.exit()
 
     app.run(headless=True, size=size, auto_pilot=pilot)
+    if app.return_code:
+        raise KernelseekError(
+            f"the app failed while rendering its first screen (exit {app.return_code})"
+        )
     return 0

@@ -24,7 +24,9 @@ class HelpScreen(ModalScreen[None]):
         self.rows = rows  # (where, keys, description, id)
 
     def compose(self) -> ComposeResult:
-        table = Table(title="Bindings (remap by id in ~/.config/kernelseek/keymap.toml)", expand=True)
+        table = Table(
+            title="Bindings (remap by id in ~/.config/kernelseek/keymap.toml)", expand=True
+        )
         for column in ("where", "keys", "what", "id"):
             table.add_column(column)
         for row in self.rows:

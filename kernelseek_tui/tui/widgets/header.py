@@ -27,7 +27,8 @@ class SessionHeader(Static):
     """One or two lines; the second holds a note the recording carries (e.g. 'scripted')."""
 
     DEFAULT_CSS = """
-    SessionHeader { height: auto; background: $panel; color: $text; padding: 0 1; }
+    SessionHeader { height: auto; background: $panel; color: $text; padding: 0 1;
+                    text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def show(
@@ -45,17 +46,22 @@ class SessionHeader(Static):
         cost = counts.get("cost_usd")
         line = Text()
         line.append(session_id, style="bold")
+        line.append(f"  [{status}]", style="bold yellow" if status in {"running", "paused"} else "")
+        line.append("  best ")
+        line.append(f"{best:.3f}x" if best else "-", style="bold green" if best else "")
+        line.append(f"  calls {counts.get('tool_calls', 0)}")
+        line.append(f"  evals {counts.get('evals', 0)}")
+        line.append(f"  {format_elapsed(elapsed_s)}")
         line.append(f"  {agent or '?'}")
         if model:
             line.append(f" ({model})")
-        line.append(f"  [{status}]", style="bold yellow" if status in {"running", "paused"} else "")
-        line.append(f"  {format_elapsed(elapsed_s)}")
-        line.append(f"  calls {counts.get('tool_calls', 0)}")
-        line.append(f"  evals {counts.get('evals', 0)}")
-        line.append("  best ")
-        line.append(f"{best:.3f}x" if best else "-", style="bold green" if best else "")
-        line.append(f"  tok {format_tokens(int(counts.get('tokens') or 0))}")
-        line.append(f"  ${cost:.2f}" if cost else "  $-")
+        tokens = int(counts.get("tokens") or 0)
+        if tokens or cost:  # an offline agent has neither: say nothing rather than "0"
+            line.append(f"  tok {format_tokens(tokens)}")
+            line.append(f"  ${cost:.2f}" if cost else "  $?")
+        line.no_wrap = True
+        line.overflow = "ellipsis"
         if note:
-            line.append(f"\n{note}", style="italic")
+            second = Text(note, style="italic", no_wrap=True, overflow="ellipsis")
+            line = Text("\n").join([line, second])
         self.update(line)
