@@ -59,8 +59,11 @@ class KernelseekApp(App[None]):
         Binding("f2", "show_pane('transcript')", "Transcript", id="app.pane_transcript"),
         Binding("f3", "show_pane('history')", "History", id="app.pane_history"),
         Binding("f4", "show_pane('benchmark')", "Bench", id="app.pane_benchmark"),
-        Binding("tab", "next_pane", "Next pane", show=False, id="app.next_pane"),
-        Binding("shift+tab", "next_pane(-1)", "Prev pane", show=False, id="app.prev_pane"),
+        # priority: the screen's own tab (focus next widget) would otherwise win
+        Binding("tab", "next_pane", "Next pane", show=False, priority=True, id="app.next_pane"),
+        Binding(
+            "shift+tab", "next_pane(-1)", "Prev pane", show=False, priority=True, id="app.prev_pane"
+        ),
         Binding("f5,colon", "query", "Query", id="app.query"),
         Binding("a", "ask", "Ask", id="app.ask"),
         Binding("p", "pause", "Pause/resume", id="app.pause"),
@@ -342,6 +345,12 @@ class KernelseekApp(App[None]):
         self.query_one(target[name]).focus()
 
     def action_next_pane(self, step: int = 1) -> None:
+        if self.screen is not self.screen_stack[0]:  # a modal or the query screen: plain focus
+            if step > 0:
+                self.screen.focus_next()
+            else:
+                self.screen.focus_previous()
+            return
         focused = self.focused
         current = self._pane
         for name in PANES:

@@ -1,0 +1,94 @@
+"""Live mode of the whole app: a writer appends to a running session while the app shows it;
+the events appear, a decision moment opens the question bar, and the question typed there
+lands in the session's inbox where the engine reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.session.inbox import InboxReader, is_attached
+from kernelseek_tui.trace.writer import TraceWriter
+from kernelseek_tui.tui.app import KernelseekApp
+from kernelseek_tui.tui.widgets.question_bar import QuestionBar
+from kernelseek_tui.tui.widgets.transcript import TranscriptView
+from tests.tui_support import SCRIPTED, make_live_copy, unpacked_demo
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def wait_until(pilot: object, condition: object, timeout_s: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    raise AssertionError("the app never showed it")
+
+
+async def test_live_events_appear_and_a_typed_question_reaches_the_inbox(tmp_path: Path) -> None:
+    demo = unpacked_demo(tmp_path / "demo")
+    session_dir = make_live_copy(demo, tmp_path / "live")
+    app = KernelseekApp(session_dir, live=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_until(pilot, lambda: app.data is not None and app.follower is not None)
+        view = app.query_one(TranscriptView)
+        before = len(view.index or [])
+        assert is_attached(session_dir)  # the heartbeat tells the engine a person is here
+        with TraceWriter(session_dir, SCRIPTED) as writer:
+            writer.append(kind="message", role="assistant", source="agent", text="live words")
+            writer.flush()
+            await wait_until(pilot, lambda: len(view.index or []) == before + 1)
+            bar = app.query_one(QuestionBar)
+            assert not bar.is_open
+            writer.append(
+                kind="decision",
+                role="harness",
+                source="harness",
+                trigger="plateau",
+                text="3 evaluations without a new best",
+                attrs={
+                    "attached": True,
+                    "wait_s": 60,
+                    "suggestions": [
+                        {"id": "measure-first", "text": "What did you measure?"},
+                        {"id": "other-level", "text": "Which level have you not looked at?"},
+                    ],
+                },
+            )
+            writer.flush()
+            await wait_until(pilot, lambda: bar.is_open)
+        await pilot.press(*"Where does the time go?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: (session_dir / "inbox.jsonl").exists())
+        commands = InboxReader(session_dir / "inbox.jsonl").read()
+        assert [c.type for c in commands] == ["question"]
+        assert commands[0].text == "Where does the time go?"
+        assert not bar.is_open
+    assert not is_attached(session_dir)  # leaving clears the heartbeat
+
+
+async def test_pause_and_stop_go_to_the_inbox(tmp_path: Path) -> None:
+    demo = unpacked_demo(tmp_path / "demo")
+    session_dir = make_live_copy(demo, tmp_path / "live")
+    app = KernelseekApp(session_dir, live=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_until(pilot, lambda: app.data is not None)
+        app.query_one(TranscriptView).focus()
+        await pilot.press("p")
+        await pilot.press("ctrl+x")  # armed, not sent
+        await pilot.pause()
+        types = [c.type for c in InboxReader(session_dir / "inbox.jsonl").read()]
+        assert types == ["pause"]
+        await pilot.press("ctrl+x")
+        await pilot.pause()
+        types = [c.type for c in InboxReader(session_dir / "inbox.jsonl").read()]
+        assert types == ["pause", "stop"]
