@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss", "close", id="help.close"),
     ]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 90%; height: 90%; border: round $accent; background: $surface; }
+    HelpScreen > VerticalScroll {
+        width: 90%; height: 90%; border: round $accent; background: $surface;
+    }
     """
 
     def __init__(self, rows: list[tuple[str, str, str, str]]) -> None:
