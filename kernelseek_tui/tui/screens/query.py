@@ -47,6 +47,8 @@ class QueryScreen(Screen[None]):
     QueryScreen > #query-canned {
         height: auto;
         color: $text-muted;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     QueryScreen > #query-sql {
         height: 3;
