@@ -183,6 +183,31 @@ async def test_100k_row_result_opens_and_moves_in_well_under_a_second(traces: Pa
         assert "row 99999" in _visible_text(app)
 
 
+@pytest.mark.anyio
+async def test_ctrl_r_reloads_the_traces_to_see_a_new_session(tmp_path: Path) -> None:
+    generate_sessions_fast(tmp_path, count=1, tool_calls=50, evals=5, questions=2)
+    app = Base(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, QueryScreen)
+        screen.run_sql("SELECT session_id FROM sessions ORDER BY 1")
+        await _settle(app, pilot)
+        assert screen.results.table.column("session_id").to_pylist() == ["synth-000"]
+        generate_sessions_fast(
+            tmp_path, count=1, tool_calls=50, evals=5, questions=2, prefix="more"
+        )
+        screen.run_sql("SELECT session_id FROM sessions ORDER BY 1")
+        await _settle(app, pilot)
+        assert screen.results.row_count == 1  # the views were built before it existed
+        await pilot.press("ctrl+r")
+        await _settle(app, pilot)
+        assert "traces reloaded" in _status(app)
+        screen.run_sql("SELECT session_id FROM sessions ORDER BY 1")
+        await _settle(app, pilot)
+        assert screen.results.table.column("session_id").to_pylist() == ["more-000", "synth-000"]
+
+
 def test_inline_params_writes_sql_literals() -> None:
     sql = "SELECT * FROM t WHERE a > $threshold AND ($session IS NULL OR s = $session) AND $k"
     assert inline_params(sql, {"threshold": 0.05, "session": None, "k": 3}) == (
@@ -265,6 +290,8 @@ async def test_arrow_table_keys_move_the_cursor_and_scroll_columns() -> None:
         assert table.cursor_row == 9  # 12 lines: header, 9 rows, status, scrollbar
         await pilot.press("pageup", "up", "down")
         assert table.cursor_row == 1
+        await pilot.click(ArrowTable, offset=(2, 4))  # the fourth data row on screen
+        assert table.cursor_row == 3
         for _ in range(4):
             await pilot.press("right")
         await pilot.pause()

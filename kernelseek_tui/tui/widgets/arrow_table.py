@@ -18,6 +18,7 @@ import pyarrow as pa
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
@@ -173,6 +174,12 @@ class ArrowTable(ScrollView, can_focus=True):
         x = round(self.scroll_x)
         earlier = [start for start in self._column_starts if start < x]
         self.scroll_to(x=earlier[-1] if earlier else 0, animate=False, immediate=True)
+
+    def on_click(self, event: events.Click) -> None:
+        # A click on a data row puts the cursor there (the keys do everything a click does).
+        offset = event.get_content_offset(self)
+        if offset is not None and 0 < offset.y < self.scrollable_content_region.height - 1:
+            self.move_cursor(round(self.scroll_y) + offset.y - 1)
 
     # -- the line API ----------------------------------------------------------------------
 
