@@ -287,3 +287,62 @@ def test_suggestions_for_a_manual_question_come_from_the_repertoire(tmp_path: Pa
         "manual", repertoire_path=REPERTOIRE, traces_root=tmp_path, recent_ids=recent
     )
     assert not {s["id"] for s in again} & set(recent)
+
+
+def test_a_person_following_a_real_engine_answers_its_decision_with_a_suggestion(
+    tmp_path: Path,
+) -> None:
+    from kernelseek_tui.session.engine import Engine
+    from kernelseek_tui.trace.reader import read_session
+    from tests.test_session_support import (
+        ScriptedAgent,
+        SequenceEvaluator,
+        make_task_repo,
+        session_config,
+    )
+
+    config = session_config(
+        make_task_repo(tmp_path / "user"),
+        tmp_path / "traces",
+        decisions={"plateau_evals": 1},
+        attach_wait_s=10,
+    )
+    config.session_dir.mkdir(parents=True)
+    seen: list[pa.Table] = []
+    asked: list[dict[str, Any]] = []
+
+    def on_events(table: pa.Table, meta: dict[str, Any] | None) -> None:
+        # What the app does: keep the events, open the bar at a pending decision, ask #2.
+        seen.append(table)
+        pending = pending_decision(pa.concat_tables(seen))
+        if pending is not None and not asked:
+            chosen = pending["suggestions"][1]
+            live.send_question(config.session_dir, chosen["text"], chosen["id"], "plateau")
+            asked.append(chosen)
+
+    follower = LiveFollower.from_snapshot(
+        config.session_dir, read_session_snapshot(config.session_dir), on_events
+    )
+    follower.start()  # the heartbeat says a person is here before the engine looks
+    try:
+        engine = Engine.start(config, evaluator=SequenceEvaluator([1.0]))
+        started = time.monotonic()
+        engine.run(ScriptedAgent([("tool", "evaluate", {})]))
+        assert time.monotonic() - started < 8, "the engine took the person's question"
+        _wait_for(
+            lambda: sum(t.num_rows for t in seen) == read_session(config.session_dir).num_rows
+        )
+    finally:
+        follower.stop()
+
+    events = read_session(config.session_dir)
+    delivered = [s for t in seen for s in t.column("seq").to_pylist()]
+    assert delivered == events.column("seq").to_pylist(), "each event once, in order"
+    question = next(r for r in events.to_pylist() if r["kind"] == "question")
+    assert len(asked) == 1
+    assert (question["source"], question["question_id"], question["question_text"]) == (
+        "human",
+        asked[0]["id"],
+        asked[0]["text"],
+    )
+    assert pending_decision(events) is None

@@ -83,6 +83,7 @@ class LiveFollower:
         self._wal_id: _FileId | None = None
         self._wal_id_known = False
         self._meta_stamp: tuple[int, int] | None = None
+        self._meta: dict[str, Any] | None = None
         self._last_touch = 0.0
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -189,16 +190,19 @@ class LiveFollower:
         return table
 
     def _meta_if_changed(self) -> tuple[dict[str, Any] | None, bool]:
+        """The latest session.json, and whether it changed since the last delivery."""
         try:
             stat = self.paths.meta.stat()
         except FileNotFoundError:
-            return None, False
+            return self._meta, False
         stamp = (stat.st_ino, stat.st_mtime_ns)
+        if stamp == self._meta_stamp:
+            return self._meta, False
         meta = read_meta_dict(self.session_dir)
-        changed = stamp != self._meta_stamp and meta is not None
-        if changed:
-            self._meta_stamp = stamp
-        return meta, changed
+        if meta is None:  # unreadable this time: try again at the next poll
+            return self._meta, False
+        self._meta_stamp, self._meta = stamp, meta
+        return meta, True
 
     def _touch(self) -> None:
         self._last_touch = time.monotonic()

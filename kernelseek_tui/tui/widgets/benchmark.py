@@ -23,18 +23,17 @@ from kernelseek_tui.evaluate.result import EvalResult
 
 NO_EVALUATION: Final = "no evaluation selected"
 
-# (row attribute, header); the first column is the pass/fail mark.
+# (row attribute, header), the numbers that matter most first so a narrow pane shows them.
 _COLUMNS: Final[tuple[tuple[str, str], ...]] = (
-    ("mark", " "),
-    ("scenario", "scenario"),
     ("passed", "pass"),
-    ("max_error", "max err"),
-    ("tolerance", "tol"),
-    ("ms", "ms"),
+    ("scenario", "scenario"),
+    ("speedup", "speedup"),
+    ("ratio_fa3", "vs FA3"),
     ("tflops", "TFLOP/s"),
     ("fa3_tflops", "FA3 TFLOP/s"),
-    ("ratio_fa3", "vs FA3"),
-    ("speedup", "speedup"),
+    ("ms", "ms"),
+    ("max_error", "max err"),
+    ("tolerance", "tol"),
 )
 # What `s` cycles through: the evaluation's order first, then each sortable column.
 _SORT_CYCLE: Final[tuple[str | None, ...]] = (None, *SORT_KEYS)
@@ -174,11 +173,11 @@ class BenchmarkPane(Widget):
         table = self.table
         self.rows = sort_rows(self._all_rows, self.sort_key, self.descending)
         table.clear(columns=True)
-        for key, header in _COLUMNS:
+        for index, (key, header) in enumerate(_COLUMNS):
             label = header
             if key == self.sort_key:
                 label += " ▼" if self.descending else " ▲"
-            table.add_column(label, key=key)
+            table.add_column(Text(label, justify="left" if index < 2 else "right"), key=key)
         for index, row in enumerate(self.rows):
             table.add_row(*_cells(row), key=str(index))
         if keep_scenario is not None:
@@ -218,18 +217,17 @@ def _cells(row: BenchmarkRow) -> list[Text]:
     else:
         mark, status, style = "·", "-", _NOT_REACHED_STYLE
     values = [
-        mark,
+        f"{mark} {status}",
         row.scenario,
-        status,
-        fmt(row.max_error, ".2e"),
-        fmt(row.tolerance, ".1e"),
-        fmt(row.ms, ".3f"),
+        fmt(row.speedup, ".3f"),
+        fmt(row.ratio_fa3, ".2f"),
         fmt(row.tflops, ".1f"),
         fmt(row.fa3_tflops, ".1f"),
-        fmt(row.ratio_fa3, ".2f"),
-        fmt(row.speedup, ".3f"),
+        fmt(row.ms, ".3f"),
+        fmt(row.max_error, ".2e"),
+        fmt(row.tolerance, ".1e"),
     ]
     return [
-        Text(value, style=style, justify="left" if i < 3 else "right")
+        Text(value, style=style, justify="left" if i < 2 else "right")
         for i, value in enumerate(values)
     ]
