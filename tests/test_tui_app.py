@@ -209,3 +209,16 @@ async def test_the_measured_session_opens_with_its_gpu_figures(demo: Path) -> No
         assert bench.table.row_count == 12
         meta = json.loads((demo / name / "session.json").read_text())
         assert meta["agent"] == "tuner"
+
+
+async def test_function_keys_leave_the_query_screen_for_a_pane(demo: Path) -> None:
+    app = KernelseekApp(demo / SCRIPTED, traces_root=demo)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("f5")
+        await settle(app, pilot)
+        assert type(app.screen).__name__ == "QueryScreen"
+        await pilot.press("f3")
+        await pilot.pause()
+        assert type(app.screen).__name__ != "QueryScreen"
+        assert _visible(app, "history")

@@ -92,3 +92,35 @@ async def test_pause_and_stop_go_to_the_inbox(tmp_path: Path) -> None:
         await pilot.pause()
         types = [c.type for c in InboxReader(session_dir / "inbox.jsonl").read()]
         assert types == ["pause", "stop"]
+
+
+async def test_the_bar_closes_when_the_repertoire_answers_first(tmp_path: Path) -> None:
+    demo = unpacked_demo(tmp_path / "demo")
+    session_dir = make_live_copy(demo, tmp_path / "live")
+    app = KernelseekApp(session_dir, live=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_until(pilot, lambda: app.data is not None and app.follower is not None)
+        bar = app.query_one(QuestionBar)
+        with TraceWriter(session_dir, SCRIPTED) as writer:
+            decision = writer.append(
+                kind="decision",
+                role="harness",
+                source="harness",
+                trigger="plateau",
+                text="3 evaluations without a new best",
+                attrs={"attached": True, "wait_s": 1, "suggestions": []},
+            )
+            writer.flush()
+            await wait_until(pilot, lambda: bar.is_open)
+            writer.append(
+                kind="question",
+                role="harness",
+                source="repertoire",
+                trigger="plateau",
+                question_id="q",
+                question_text="What did you measure?",
+                parent_event_id=decision.event_id,
+            )
+            writer.flush()
+            await wait_until(pilot, lambda: not bar.is_open)
+        assert not (session_dir / "inbox.jsonl").exists()

@@ -225,7 +225,14 @@ class KernelseekApp(App[None]):
         if self.data is None:
             return
         pending = pending_decision(self.data.table)
-        if pending is None or pending.get("seq") == self._asked_for:
+        bar = self.query_one(QuestionBar)
+        if pending is None or self.data.status not in {"running", "paused"}:
+            # answered elsewhere (the repertoire after its wait, another client) or the
+            # engine is gone: a bar left open would ask a question nobody waits for
+            if bar.is_open and bar.trigger != "manual":
+                bar.close()
+            return
+        if pending.get("seq") == self._asked_for:
             return
         self._asked_for = pending.get("seq")
         self.query_one(QuestionBar).open(
@@ -339,6 +346,8 @@ class KernelseekApp(App[None]):
     # -- actions --------------------------------------------------------------------------
 
     def action_show_pane(self, name: str) -> None:
+        while len(self.screen_stack) > 1:  # from the query screen or a modal: back to the panes
+            self.pop_screen()
         self._pane = name
         self._apply_width(self.size.width)
         target = {"transcript": TranscriptView, "history": HistoryPane, "benchmark": BenchmarkPane}
