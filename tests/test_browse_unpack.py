@@ -110,3 +110,12 @@ def test_a_trace_without_its_repository_still_loads(demo_root: Path, tmp_path: P
     assert data.history is None
     assert data.history_problem and "unavailable" in data.history_problem
     assert data.table.num_rows > 0
+
+
+def test_a_synthetic_trace_without_a_repository_loads(tmp_path: Path) -> None:
+    from benchmarks.synthetic import generate_sessions_fast
+
+    (session_dir,) = generate_sessions_fast(tmp_path, count=1, tool_calls=50, evals=5, questions=2)
+    data = load_session(session_dir)
+    assert data.history is None and data.history_problem
+    assert counts(data.table)["tool_calls"] == 50

@@ -62,6 +62,8 @@ def load_session(session_dir: Path) -> SessionData:
     problem: str | None = None
     if meta is None:
         problem = "no session.json: a trace without a git history"
+    elif not meta.repo:
+        problem = "no git repository recorded for this session"
     else:
         try:
             history = SessionHistory.open(Path(meta.repo), meta.session_id)

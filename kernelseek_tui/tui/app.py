@@ -114,7 +114,7 @@ class KernelseekApp(App[None]):
         except KernelseekError as error:
             self.notify(str(error), severity="error", timeout=10)
         self._apply_width(self.size.width)
-        self.query_one("#pane-transcript").border_title = "Transcript"
+        self.query_one(TranscriptView).border_title = "Transcript"
         self.query_one("#pane-history").border_title = "History"
         self.query_one("#pane-benchmark").border_title = "Benchmark"
         self.query_one(TranscriptView).focus()

@@ -31,8 +31,10 @@ class HelpScreen(ModalScreen[None]):
         table = Table(
             title="Bindings (remap by id in ~/.config/kernelseek/keymap.toml)", expand=True
         )
-        for column in ("where", "keys", "what", "id"):
-            table.add_column(column)
+        table.add_column("where", no_wrap=True)
+        table.add_column("keys", no_wrap=True)
+        table.add_column("what", overflow="ellipsis", no_wrap=True)
+        table.add_column("id", no_wrap=True, min_width=24)  # what a keymap file names
         for row in self.rows:
             table.add_row(*row)
         with VerticalScroll():
