@@ -45,7 +45,7 @@ from kernelseek_tui.tui.widgets.transcript import TranscriptView
 
 PANES = ("transcript", "history", "benchmark")
 NARROW_BELOW = 120  # columns: under this the panes are tabs, one at a time
-SELECTION_DELAY_S = 0.08  # coalesce a burst of cursor moves into one benchmark load
+SELECTION_DELAY_S = 0.03  # coalesce a burst of cursor moves (key repeat) into one benchmark load
 
 
 class KernelseekApp(App[None]):
