@@ -222,3 +222,19 @@ async def test_function_keys_leave_the_query_screen_for_a_pane(demo: Path) -> No
         await pilot.pause()
         assert type(app.screen).__name__ != "QueryScreen"
         assert _visible(app, "history")
+
+
+async def test_the_palette_offers_every_action_and_runs_one(demo: Path) -> None:
+    app = KernelseekApp(demo / SCRIPTED)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        titles = {c.help.split()[0] for c in app.get_system_commands(app.screen)}
+        for wanted in ("app.query", "app.ask", "transcript.filter", "history.bisect"):
+            assert wanted in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"transcript: Filter")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.query_one(TranscriptView).filter_name == "questions"

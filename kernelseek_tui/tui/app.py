@@ -9,13 +9,16 @@ first read, eval results, notes, the live tail) runs in workers and comes back a
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from kernelseek_tui.browse.session_data import (
@@ -44,6 +47,12 @@ from kernelseek_tui.tui.widgets.question_bar import QuestionBar
 from kernelseek_tui.tui.widgets.transcript import TranscriptView
 
 PANES = ("transcript", "history", "benchmark")
+# Cursor moves belong on keys, not in a palette.
+_NOT_IN_PALETTE = {
+    f"{pane}.{move}"
+    for pane in ("transcript", "history", "benchmark")
+    for move in ("down", "up", "top", "bottom", "page_up", "page_down")
+}
 NARROW_BELOW = 120  # columns: under this the panes are tabs, one at a time
 SELECTION_DELAY_S = 0.03  # coalesce a burst of cursor moves (key repeat) into one benchmark load
 
@@ -367,6 +376,23 @@ class KernelseekApp(App[None]):
             if focused is not None and (focused is node or node in focused.ancestors):
                 current = name
         self.action_show_pane(PANES[(PANES.index(current) + step) % len(PANES)])
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette: Textual's own commands (themes, keys, quit) plus every binding of the
+        app and of the panes, by description and id."""
+        yield from super().get_system_commands(screen)
+        if screen is not self.screen_stack[0]:
+            return
+        owners: list[Any] = [self, *self.query("TranscriptView, HistoryPane, BenchmarkPane")]
+        for owner in owners:
+            for binding in getattr(type(owner), "BINDINGS", []):
+                if not isinstance(binding, Binding) or not binding.id:
+                    continue
+                if binding.id in _NOT_IN_PALETTE:
+                    continue
+                title = f"{binding.id.split('.', 1)[0]}: {binding.description or binding.action}"
+                run = partial(self.run_action, binding.action, owner)
+                yield SystemCommand(title, f"{binding.id}  ({self._keys_for(binding)})", run)
 
     def action_help(self) -> None:
         rows: list[tuple[str, str, str, str]] = []
