@@ -19,6 +19,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from kernelseek_tui.browse.session_data import (
@@ -359,7 +360,11 @@ class KernelseekApp(App[None]):
             self.pop_screen()
         self._pane = name
         self._apply_width(self.size.width)
-        target = {"transcript": TranscriptView, "history": HistoryPane, "benchmark": BenchmarkPane}
+        target: dict[str, type[Widget]] = {
+            "transcript": TranscriptView,
+            "history": HistoryPane,
+            "benchmark": BenchmarkPane,
+        }
         self.query_one(target[name]).focus()
 
     def action_next_pane(self, step: int = 1) -> None:
