@@ -6,6 +6,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from kernelseek_tui.commands.open import add_view_arguments, browse
+
 DEFAULT_SESSION = "gpu-tuner-20261202-171357"
 
 
@@ -22,21 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--list", action="store_true", help="list the recorded sessions")
     parser.add_argument("--dir", type=Path, help="unpack here (default: a new temporary dir)")
-    parser.add_argument(
-        "--headless-check",
-        metavar="SVG",
-        type=Path,
-        help="render the first screen to an SVG without a terminal, then exit",
-    )
-    parser.add_argument("--size", default="160x45", help="with --headless-check: COLSxROWS")
+    add_view_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from kernelseek_tui.browse.unpack import DEMO_DIR, recorded_sessions, unpack_demo
-    from kernelseek_tui.commands.open import parse_size
     from kernelseek_tui.errors import KernelseekError
-    from kernelseek_tui.tui.app import open_tui
 
     names = recorded_sessions(DEMO_DIR)
     if args.list:
@@ -47,13 +41,4 @@ def run(args: argparse.Namespace) -> int:
     dest = args.dir or Path(tempfile.mkdtemp(prefix="kernelseek-demo-"))
     root = unpack_demo(dest)
     print(f"demo sessions unpacked under {dest}")
-    code = open_tui(
-        root / args.session,
-        live=False,
-        traces_root=root,
-        screenshot=args.headless_check,
-        size=parse_size(args.size),
-    )
-    if args.headless_check:
-        print(f"wrote {args.headless_check}")
-    return code
+    return browse(root / args.session, root, args)

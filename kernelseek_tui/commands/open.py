@@ -14,6 +14,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "session; the query screen sees every session under it).",
     )
     parser.add_argument("path", help="a session directory or a traces root")
+    add_view_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def add_view_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments every command that opens the app to browse takes."""
     parser.add_argument(
         "--headless-check",
         metavar="SVG",
@@ -21,7 +27,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="render the first screen to an SVG without a terminal, then exit",
     )
     parser.add_argument("--size", default="160x45", help="with --headless-check: COLSxROWS")
-    parser.set_defaults(func=run)
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -36,9 +41,15 @@ def parse_size(text: str) -> tuple[int, int]:
 
 def run(args: argparse.Namespace) -> int:
     from kernelseek_tui.browse.session_data import resolve_session_dir
-    from kernelseek_tui.tui.app import open_tui
 
     session_dir, root = resolve_session_dir(Path(args.path))
+    return browse(session_dir, root, args)
+
+
+def browse(session_dir: Path, root: Path, args: argparse.Namespace) -> int:
+    """Open the app on a finished session (or render its first screen, --headless-check)."""
+    from kernelseek_tui.tui.app import open_tui
+
     code = open_tui(
         session_dir,
         live=False,

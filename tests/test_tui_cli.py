@@ -1,0 +1,66 @@
+"""The commands that open the app, run as a user runs them (no terminal here: headless)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kernelseek_tui.commands.serve import app_command
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def kernelseek(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernelseek_tui", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_demo_lists_its_sessions() -> None:
+    result = kernelseek("demo", "--list")
+    assert result.returncode == 0
+    assert "scripted-claude" in result.stdout.split()
+
+
+def test_demo_renders_its_first_screen_without_a_terminal(tmp_path: Path) -> None:
+    svg = tmp_path / "shot.svg"
+    result = kernelseek("demo", "--dir", str(tmp_path / "d"), "--headless-check", str(svg))
+    assert result.returncode == 0, result.stderr
+    text = svg.read_text()
+    assert "gpu-tuner-20261202-171357" in text and "measured" in text
+
+
+def test_open_a_traces_root_and_refuse_a_directory_without_sessions(tmp_path: Path) -> None:
+    kernelseek("demo", "--dir", str(tmp_path / "d"), "--headless-check", str(tmp_path / "a.svg"))
+    svg = tmp_path / "b.svg"
+    result = kernelseek(
+        "open", str(tmp_path / "d" / "traces"), "--headless-check", str(svg), "--size", "80x24"
+    )
+    assert result.returncode == 0, result.stderr
+    assert svg.is_file()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = kernelseek("open", str(empty))
+    assert refused.returncode != 0
+    assert "holds no session" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_open_without_a_terminal_says_what_to_do(tmp_path: Path) -> None:
+    kernelseek("demo", "--dir", str(tmp_path / "d"), "--headless-check", str(tmp_path / "a.svg"))
+    result = kernelseek("open", str(tmp_path / "d" / "traces" / "scripted-claude"))
+    assert result.returncode != 0
+    assert "needs a terminal" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_runs_the_same_app_behind_textual_serve() -> None:
+    import argparse
+
+    command = app_command(argparse.Namespace(path=None, live=False))
+    assert command.endswith("-m kernelseek_tui demo")
+    command = app_command(argparse.Namespace(path="traces/s1", live=True))
+    assert command.endswith("-m kernelseek_tui attach traces/s1")
