@@ -238,3 +238,29 @@ async def test_the_palette_offers_every_action_and_runs_one(demo: Path) -> None:
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.query_one(TranscriptView).filter_name == "questions"
+
+
+async def test_shift_tab_goes_back_a_pane_and_q_quits(demo: Path) -> None:
+    app = KernelseekApp(demo / SCRIPTED)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("shift+tab")
+        assert _visible(app, "benchmark")
+        await pilot.press("shift+tab")
+        assert _visible(app, "history")
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 0 and not app.is_running
+
+
+async def test_a_large_terminal_keeps_the_panes_side_by_side(demo: Path) -> None:
+    app = KernelseekApp(demo / SCRIPTED)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(app, pilot)
+        regions = [
+            app.query_one(f"#pane-{n}").region for n in ("transcript", "history", "benchmark")
+        ]
+        assert all(r.height > 40 for r in regions)
+        assert regions[0].right <= regions[1].x and regions[1].right <= regions[2].x
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert any("theme" in t.lower() for t in titles)  # themes from the palette
