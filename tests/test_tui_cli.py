@@ -64,3 +64,28 @@ def test_serve_runs_the_same_app_behind_textual_serve() -> None:
     assert command.endswith("-m kernelseek_tui demo")
     command = app_command(argparse.Namespace(path="traces/s1", live=True))
     assert command.endswith("-m kernelseek_tui attach traces/s1")
+
+
+def test_under_textual_serve_the_app_needs_no_terminal(tmp_path: Path) -> None:
+    """textual-serve starts the app over pipes with its web driver; refusing for want of a
+    terminal there would break `kernelseek serve`. The web driver then waits for a browser, so
+    the process is only given a moment and must not have refused."""
+    import os
+
+    env = {**os.environ, "TEXTUAL_DRIVER": "textual.drivers.web_driver:WebDriver"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernelseek_tui", "demo", "--dir", str(tmp_path / "d")],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        process.kill()
+        _, err = process.communicate()
+    assert "needs a terminal" not in err.decode(errors="replace")

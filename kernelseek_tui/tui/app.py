@@ -483,7 +483,9 @@ def open_tui(
     app = KernelseekApp(session_dir, traces_root=traces_root, live=live)
     if screenshot is not None:
         return _headless(app, screenshot, size)
-    if not os.isatty(1) or not os.isatty(0):
+    # textual-serve runs the app over pipes with its web driver: no terminal needed there.
+    web = os.environ.get("TEXTUAL_DRIVER", "").endswith("WebDriver")
+    if not web and (not os.isatty(1) or not os.isatty(0)):
         raise KernelseekError(
             "the TUI needs a terminal (stdin and stdout); use --headless-check FILE to render "
             "its first screen to an SVG instead"
