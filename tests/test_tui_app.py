@@ -264,3 +264,18 @@ async def test_a_large_terminal_keeps_the_panes_side_by_side(demo: Path) -> None
         assert regions[0].right <= regions[1].x and regions[1].right <= regions[2].x
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert any("theme" in t.lower() for t in titles)  # themes from the palette
+
+
+async def test_z_zooms_the_focused_pane_and_back(demo: Path) -> None:
+    app = KernelseekApp(demo / SCRIPTED)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("f4")
+        await pilot.press("z")
+        await pilot.pause()
+        shown = [n for n in ("transcript", "history", "benchmark") if _visible(app, n)]
+        assert shown == ["benchmark"]
+        assert app.query_one("#pane-benchmark").region.width > 150
+        await pilot.press("z")
+        await pilot.pause()
+        assert all(_visible(app, n) for n in ("transcript", "history", "benchmark"))

@@ -74,6 +74,7 @@ class KernelseekApp(App[None]):
         Binding(
             "shift+tab", "next_pane(-1)", "Prev pane", show=False, priority=True, id="app.prev_pane"
         ),
+        Binding("z", "zoom", "Zoom pane", id="app.zoom"),
         Binding("f5,colon", "query", "Query", id="app.query"),
         Binding("a", "ask", "Ask", id="app.ask"),
         Binding("p", "pause", "Pause/resume", id="app.pause"),
@@ -97,6 +98,7 @@ class KernelseekApp(App[None]):
         self.follower: Any = None
         self._predicate_factory = predicate_factory
         self._pane = "transcript"
+        self._zoomed = False  # one pane over the whole width, whatever the terminal's size
         self._pending_selection: tuple[str, Any] | None = None
         self._selection_timer: Any = None
         self._asked_for: int | None = None  # the decision seq the bar was opened for
@@ -134,7 +136,7 @@ class KernelseekApp(App[None]):
         self._apply_width(event.size.width)
 
     def _apply_width(self, width: int) -> None:
-        narrow = width < NARROW_BELOW
+        narrow = width < NARROW_BELOW or self._zoomed
         self.set_class(narrow, "-narrow")
         for name in PANES:
             self.query_one(f"#pane-{name}").set_class(name == self._pane, "-active")
@@ -367,6 +369,20 @@ class KernelseekApp(App[None]):
         }
         self.query_one(target[name]).focus()
 
+    def action_zoom(self) -> None:
+        """The focused pane alone over the whole width, or back to side by side."""
+        self._pane = self._focused_pane()
+        self._zoomed = not self._zoomed
+        self._apply_width(self.size.width)
+
+    def _focused_pane(self) -> str:
+        focused = self.focused
+        for name in PANES:
+            node = self.query_one(f"#pane-{name}")
+            if focused is not None and (focused is node or node in focused.ancestors):
+                return name
+        return self._pane
+
     def action_next_pane(self, step: int = 1) -> None:
         if self.screen is not self.screen_stack[0]:  # a modal or the query screen: plain focus
             if step > 0:
@@ -374,12 +390,7 @@ class KernelseekApp(App[None]):
             else:
                 self.screen.focus_previous()
             return
-        focused = self.focused
-        current = self._pane
-        for name in PANES:
-            node = self.query_one(f"#pane-{name}")
-            if focused is not None and (focused is node or node in focused.ancestors):
-                current = name
+        current = self._focused_pane()
         self.action_show_pane(PANES[(PANES.index(current) + step) % len(PANES)])
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
