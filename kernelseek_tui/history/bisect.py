@@ -212,13 +212,7 @@ def bisect_candidates(
         steps.append(BisectStep(candidate, verdict))
         report(verdict)
 
-    suspects = tuple(by_sha[chain[i]] for i in range(lo + 1, hi + 1))
-    return BisectOutcome(
-        first_bad=suspects[0] if len(suspects) == 1 else None,
-        suspects=suspects,
-        last_good=chain[lo],
-        steps=tuple(steps),
-    )
+    return _outcome(chain, by_sha, lo, hi, steps)
 
 
 def bisect_candidates_parallel(
@@ -297,6 +291,13 @@ def bisect_candidates_parallel(
             if goods:
                 lo = max(goods)
 
+    return _outcome(chain, by_sha, lo, hi, steps)
+
+
+def _outcome(
+    chain: list[str], by_sha: dict[str, Candidate], lo: int, hi: int, steps: list[BisectStep]
+) -> BisectOutcome:
+    """What is left between the last good (``lo``) and the first bad (``hi``) of ``chain``."""
     suspects = tuple(by_sha[chain[i]] for i in range(lo + 1, hi + 1))
     return BisectOutcome(
         first_bad=suspects[0] if len(suspects) == 1 else None,
