@@ -180,14 +180,7 @@ def bisect_candidates(
     False bad, None skip. The endpoints are taken as given, as ``git bisect`` does. Nothing is
     checked out anywhere, so the user's checkout and the session worktree stay as they are.
     """
-    newest_first = history.candidates()
-    chain: list[str] = [history.base_sha, *(c.sha for c in reversed(newest_first))]
-    by_sha = {c.sha: c for c in newest_first}
-    place = {sha: i for i, sha in enumerate(chain)}
-    lo = _place_of(history, good, place, "good")
-    hi = _place_of(history, bad, place, "bad")
-    if lo >= hi:
-        raise KernelseekError(f"the good revision {good!r} must come before the bad one {bad!r}")
+    chain, by_sha, lo, hi = _search_range(history, good, bad)
 
     skipped: set[int] = set()
     steps: list[BisectStep] = []
@@ -239,14 +232,7 @@ def bisect_candidates_parallel(
         return bisect_candidates(history, good, bad, is_good, progress)
     from concurrent.futures import ThreadPoolExecutor
 
-    newest_first = history.candidates()
-    chain: list[str] = [history.base_sha, *(c.sha for c in reversed(newest_first))]
-    by_sha = {c.sha: c for c in newest_first}
-    place = {sha: i for i, sha in enumerate(chain)}
-    lo = _place_of(history, good, place, "good")
-    hi = _place_of(history, bad, place, "bad")
-    if lo >= hi:
-        raise KernelseekError(f"the good revision {good!r} must come before the bad one {bad!r}")
+    chain, by_sha, lo, hi = _search_range(history, good, bad)
 
     skipped: set[int] = set()
     steps: list[BisectStep] = []
@@ -292,6 +278,22 @@ def bisect_candidates_parallel(
                 lo = max(goods)
 
     return _outcome(chain, by_sha, lo, hi, steps)
+
+
+def _search_range(
+    history: SessionHistory, good: str, bad: str
+) -> tuple[list[str], dict[str, Candidate], int, int]:
+    """The start commit and the candidates oldest first, and the places of ``good`` and
+    ``bad`` in that chain (refused unless good comes first)."""
+    newest_first = history.candidates()
+    chain: list[str] = [history.base_sha, *(c.sha for c in reversed(newest_first))]
+    by_sha = {c.sha: c for c in newest_first}
+    place = {sha: i for i, sha in enumerate(chain)}
+    lo = _place_of(history, good, place, "good")
+    hi = _place_of(history, bad, place, "bad")
+    if lo >= hi:
+        raise KernelseekError(f"the good revision {good!r} must come before the bad one {bad!r}")
+    return chain, by_sha, lo, hi
 
 
 def _outcome(
