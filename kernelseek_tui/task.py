@@ -121,6 +121,9 @@ class DependencyRule:
     forbidden_words: tuple[str, ...]
     allowed_libraries: tuple[str, ...]
     forbidden_symbols: tuple[str, ...]
+    # CUDA driver functions (cu*) the candidate's own code may call; the harness links libcuda
+    # only for a candidate that calls one. Every other driver function is refused.
+    driver_functions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +377,7 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any]) -> Task:
             forbidden_words=tuple(deps.get("forbidden_words", [])),
             allowed_libraries=tuple(deps.get("allowed_libraries", [])),
             forbidden_symbols=tuple(deps.get("forbidden_symbols", [])),
+            driver_functions=tuple(deps.get("driver_functions", [])),
         ),
         timing=Timing(**raw.get("timing", {})),
     )
@@ -437,6 +441,7 @@ _TABLE_KEYS = {
         "forbidden_words",
         "allowed_libraries",
         "forbidden_symbols",
+        "driver_functions",
     },
 }
 

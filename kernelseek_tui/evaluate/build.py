@@ -4,6 +4,11 @@ Order matters: the source checks run first and need no compiler; the build compi
 whose undefined symbols are exactly what the candidate calls (the static CUDA runtime linked
 afterwards brings its own dlopen, which says nothing about the candidate); the linked library is
 then checked for what it exports and which shared libraries it needs.
+
+CUDA driver functions (``cu*``, e.g. ``cuTensorMapEncodeTiled`` for TMA tensor maps) are an
+allow-list of the task's (``[dependencies] driver_functions``): a candidate whose object calls
+one gets libcuda linked in, one that calls any other is refused. Driver functions fetched at run
+time would bypass that list, so the getters themselves are forbidden symbols.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 # Exported names that would interpose on the CUDA runtime/driver, the loader or libc's timers.
 _INTERPOSING = re.compile(r"^(cuda|cu[A-Z]|__cuda|nv|dl|clock_gettime|gettimeofday)")
+_DRIVER_FUNCTION = re.compile(r"^cu[A-Z]")
+LIBCUDA_ENV = "KERNELSEEK_LIBCUDA"
 
 
 @dataclass(slots=True)
@@ -93,12 +100,48 @@ def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+def undefined_symbols(obj: Path) -> list[str]:
+    """What the object calls from outside itself, without symbol versions."""
+    result = _run(["nm", "--undefined-only", "--format=posix", str(obj)], 60)
+    return [line.split()[0].split("@", 1)[0] for line in result.stdout.splitlines() if line.strip()]
+
+
+def driver_calls(symbols: list[str]) -> list[str]:
+    return sorted({s for s in symbols if _DRIVER_FUNCTION.match(s)})
+
+
 def object_check(obj: Path, rule: DependencyRule) -> list[str]:
     """Reasons from the candidate's own undefined symbols (what its code calls)."""
-    result = _run(["nm", "--undefined-only", "--format=posix", str(obj)], 60)
-    symbols = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    symbols = undefined_symbols(obj)
     bad = sorted({s for s in symbols if _symbol_forbidden(s, rule.forbidden_symbols)})
-    return [f"calls forbidden symbol {s!r}" for s in bad]
+    reasons = [f"calls forbidden symbol {s!r}" for s in bad]
+    for name in driver_calls(symbols):
+        if name not in rule.driver_functions and name not in bad:
+            reasons.append(
+                f"calls driver function {name!r}, outside the task's driver_functions"
+            )
+    return reasons
+
+
+def find_libcuda(nvcc: str | None = None) -> Path | None:
+    """The CUDA driver library to link against: $KERNELSEEK_LIBCUDA, the installed driver, or
+    the toolkit's link stub (same soname, so the library runs against the real driver)."""
+    override = os.environ.get(LIBCUDA_ENV)
+    if override:
+        return Path(override) if Path(override).exists() else None
+    try:
+        cache = _run(["ldconfig", "-p"], 30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        cache = ""
+    found = re.search(r"libcuda\.so\.1 \(libc6,x86-64\) => (\S+)", cache)
+    if found and Path(found.group(1)).exists():
+        return Path(found.group(1))
+    candidates = [Path(d) / "libcuda.so.1" for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64")]
+    if nvcc:
+        toolkit = Path(nvcc).resolve().parent.parent
+        candidates += [toolkit / "lib64" / "stubs" / "libcuda.so"]
+        candidates += sorted(toolkit.glob("targets/*/lib/stubs/libcuda.so"))
+    return next((path for path in candidates if path.exists()), None)
 
 
 def library_check(library: Path, rule: DependencyRule, entry: str) -> list[str]:
@@ -217,6 +260,17 @@ def _compile(
             reasons = object_check(work / "kernel.o", rule)
             if reasons:
                 return BuildResult(ok=False, reasons=reasons, log="\n".join(log))
+            driver = driver_calls(undefined_symbols(work / "kernel.o"))
+            if driver:
+                libcuda = find_libcuda(nvcc)
+                if libcuda is None:
+                    reason = (
+                        f"harness: the candidate calls the CUDA driver ({', '.join(driver)}) and "
+                        f"no libcuda was found to link it (no driver, no toolkit stub; set "
+                        f"{LIBCUDA_ENV})"
+                    )
+                    return BuildResult(ok=False, reasons=[reason], log="\n".join(log))
+                steps[1] += ["-Xlinker", str(libcuda)]
     reasons = library_check(work / "kernel.so", rule, entry)
     if reasons:
         return BuildResult(ok=False, reasons=reasons, log="\n".join(log))

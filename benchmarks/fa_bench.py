@@ -1,0 +1,244 @@
+"""FlashAttention forward, stand-alone: candidates against FA3 and cuDNN with FA3's own method.
+
+Run by hand on the GPU box (not in CI). Builds each candidate with the harness's build (same
+checks and flags as the judge), then times every candidate, FA3 and cuDNN on the task's 36 bench
+shapes with `triton.testing.do_bench` (median; the L2 is flushed before every call), interleaved
+shape by shape in one process. Prints one row per shape and the geomeans; `--json` writes them.
+
+As a sanity check (not the judge: `kernelseek eval` is), each row also shows the largest
+|out - FA3's out| of the first candidate on the same inputs.
+
+    python3 benchmarks/fa_bench.py --source kernels/flash_fwd/sm90.cu [--source other.cu]
+        [--task kernels/flash_fwd] [--json out.json] [--only d128] [--rep 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import functools
+import importlib.util
+import json
+import math
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelseek_tui.evaluate.build import build
+from kernelseek_tui.task import load_task
+
+HEADDIMS = (64, 128, 256)
+SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
+TOKENS = 16384
+HIDDEN = 2048
+
+
+def bench_shapes(only: str | None) -> list[dict[str, int]]:
+    """FA3's benchmark shapes, as the task's bench set: 16k tokens, hidden 2048."""
+    shapes = []
+    for headdim in HEADDIMS:
+        for causal in (0, 1):
+            for seqlen in SEQLENS:
+                shape = {
+                    "batch": TOKENS // seqlen,
+                    "seqlen_q": seqlen,
+                    "seqlen_k": seqlen,
+                    "nheads": HIDDEN // headdim,
+                    "nheads_kv": HIDDEN // headdim,
+                    "headdim": headdim,
+                    "causal": causal,
+                }
+                if only is None or f"d{headdim}" == only:
+                    shapes.append(shape)
+    return shapes
+
+
+def load_flops(task_dir: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("ks_reference", task_dir / "reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.flops
+
+
+class Candidate:
+    """One built source, called through ks_launch on torch's current stream."""
+
+    def __init__(self, name: str, library: Path) -> None:
+        self.name = name
+        self._lib = ctypes.CDLL(str(library))
+        self._fn = self._lib.ks_launch
+        self._fn.restype = ctypes.c_int
+        self._fn.argtypes = [
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.POINTER(ctypes.c_int64),
+            ctypes.POINTER(ctypes.c_double),
+            ctypes.c_void_p,
+        ]
+
+    def bind(self, tensors: list[Any], shape: dict[str, int], scale: float, stream: int):
+        ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+        order = ("batch", "seqlen_q", "seqlen_k", "nheads", "nheads_kv", "headdim", "causal")
+        ints = (ctypes.c_int64 * len(order))(*[shape[k] for k in order])
+        floats = (ctypes.c_double * 1)(scale)
+        fn = self._fn
+
+        def call() -> None:
+            code = fn(ptrs, ints, floats, stream)
+            if code != 0:
+                raise RuntimeError(f"{self.name}: ks_launch returned {code}")
+
+        return call
+
+
+def peers() -> dict[str, Any]:
+    """FA3 and cuDNN callables taking (q, k, v, scale, causal), where importable."""
+    import torch
+
+    found: dict[str, Any] = {}
+    try:
+        import fa3_fwd_config
+
+        sys.modules.setdefault("flash_attn_config", fa3_fwd_config)
+        from fa3_fwd_interface import flash_attn_func
+
+        def fa3(q, k, v, scale, causal):
+            result = flash_attn_func(q, k, v, softmax_scale=scale, causal=causal)
+            return result[0] if isinstance(result, tuple) else result
+
+        found["fa3"] = fa3
+    except Exception as error:  # report, never guess a number
+        print(f"FA3 absent: {type(error).__name__}: {error}")
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.functional import scaled_dot_product_attention
+
+        def cudnn(q, k, v, scale, causal):
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                out = scaled_dot_product_attention(
+                    q.transpose(1, 2),
+                    k.transpose(1, 2),
+                    v.transpose(1, 2),
+                    is_causal=causal,
+                    scale=scale,
+                )
+            return out.transpose(1, 2)
+
+        found["cudnn"] = cudnn
+    except Exception as error:
+        print(f"cuDNN absent: {type(error).__name__}: {error}")
+    del torch
+    return found
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--task", type=Path, default=Path("kernels/flash_fwd"))
+    parser.add_argument("--source", type=Path, action="append", required=True)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", help="one head dim, e.g. d128")
+    parser.add_argument("--warmup", type=int, default=25, help="do_bench warm-up, ms")
+    parser.add_argument("--rep", type=int, default=100, help="do_bench repetitions, ms")
+    parser.add_argument("--no-peers", action="store_true")
+    args = parser.parse_args()
+
+    import torch
+    from triton.testing import do_bench
+
+    task = load_task(args.task)
+    flops = load_flops(args.task)
+    candidates = []
+    for source in args.source:
+        built = build(source.read_text(), rule=task.dependency_rule, extra_flags=task.nvcc_flags)
+        if not built.ok or built.library is None:
+            print(f"{source}: build failed: {'; '.join(built.reasons)}")
+            return 1
+        candidates.append(Candidate(source.stem, built.library))
+    others = {} if args.no_peers else peers()
+    names = [c.name for c in candidates] + list(others)
+    gpu = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M:%S')} on {gpu} ({platform.node()}); "
+        f"torch {torch.__version__}; do_bench median, L2 flushed per call, "
+        f"warmup {args.warmup} ms, rep {args.rep} ms"
+    )
+
+    rows = []
+    header = ["d", "causal", "seqlen"] + [f"{n} TF/s" for n in names]
+    if others.get("fa3") is not None:
+        header += [f"{c.name}/fa3" for c in candidates] + ["max|out-fa3|"]
+    print(" | ".join(header))
+    stream = torch.cuda.current_stream().cuda_stream
+    for shape in bench_shapes(args.only):
+        torch.manual_seed(0)
+        b, s, h, d = shape["batch"], shape["seqlen_q"], shape["nheads"], shape["headdim"]
+        q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        out = torch.empty_like(q)
+        lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+        scale = 1.0 / math.sqrt(d)
+        causal = bool(shape["causal"])
+        work = flops(shape)
+        row: dict[str, Any] = dict(shape)
+        for cand in candidates:
+            call = cand.bind([q, k, v, out, lse], shape, scale, stream)
+            ms = do_bench(call, warmup=args.warmup, rep=args.rep, return_mode="median")
+            row[cand.name] = work / (ms * 1e-3) / 1e12
+        first_out = None
+        if candidates:
+            candidates[0].bind([q, k, v, out, lse], shape, scale, stream)()
+            torch.cuda.synchronize()
+            first_out = out.clone()
+        for name, fn in others.items():
+            ms = do_bench(
+                functools.partial(fn, q, k, v, scale, causal),
+                warmup=args.warmup,
+                rep=args.rep,
+                return_mode="median",
+            )
+            row[name] = work / (ms * 1e-3) / 1e12
+            if name == "fa3" and first_out is not None:
+                reference = fn(q, k, v, scale, causal)
+                row["max_abs_diff_vs_fa3"] = float(
+                    (first_out.float() - reference.float()).abs().max()
+                )
+        rows.append(row)
+        cells = [str(d), str(shape["causal"]), str(s)] + [
+            f"{row.get(n, float('nan')):.1f}" for n in names
+        ]
+        if "fa3" in others:
+            cells += [f"{row[c.name] / row['fa3']:.3f}" for c in candidates]
+            cells += [f"{row.get('max_abs_diff_vs_fa3', float('nan')):.4f}"]
+        print(" | ".join(cells), flush=True)
+
+    summary = {name: geomean([r.get(name, 0.0) for r in rows]) for name in names}
+    print("geomean TFLOP/s: " + ", ".join(f"{n} {summary[n]:.1f}" for n in names if summary[n]))
+    if "fa3" in others:
+        for cand in candidates:
+            ratio = geomean([r[cand.name] / r["fa3"] for r in rows])
+            worst = min(rows, key=lambda r: r[cand.name] / r["fa3"])
+            print(
+                f"{cand.name}: geomean {ratio:.3f}x FA3; worst d{worst['headdim']} "
+                f"causal={worst['causal']} s{worst['seqlen_q']} at "
+                f"{worst[cand.name] / worst['fa3']:.3f}x"
+            )
+    if args.json:
+        args.json.write_text(json.dumps({"gpu": gpu, "rows": rows, "geomean": summary}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,540 @@
+// FlashAttention forward for Hopper (sm_90a): wgmma tensor cores, TMA loads on mbarriers,
+// producer/consumer warp specialization. One self-contained file on the task's launch ABI.
+//
+// Work split. One CTA owns BLOCK_M = 128 query rows of one (batch, head) and walks that head's
+// keys in tiles of BLOCK_N (128 for head dims 64 and 128, 64 for 256, so that O, S and P of a
+// consumer fit in its registers). Causal grids run the longest query tiles first.
+//
+// Warps and roles (384 threads, three warpgroups):
+//   warpgroup 0, the producer: one thread issues every TMA load (Q once, then K and V per tile
+//     into a ring of STAGES buffers); the warpgroup gives up registers (setmaxnreg 24).
+//   warpgroups 1 and 2, the consumers: 64 query rows each (one wgmma M of 64); they take
+//     registers (setmaxnreg 240) and per key tile: S = Q K^T (wgmma, both from shared memory),
+//     mask, online softmax in fp32 registers with exp2, P to bf16 in registers, O += P V (wgmma
+//     with P as the register A operand), then release the stage.
+//
+// Pipeline. Barriers in shared memory: q_full; per stage k_full, v_full (the TMA completes the
+//   transaction bytes) and kv_empty (one arrival per consumer warp once its P V is done). The
+//   producer runs up to STAGES tiles ahead. K and V of a stage have separate barriers, so S of a
+//   tile starts while its V is still landing.
+//
+// Shared memory (dynamic, 1024-byte aligned). Every tile is stored as column chunks of 64 bf16
+//   (128 bytes per row, the widest TMA box with 128-byte swizzle): chunk c holds rows x 64
+//   columns, row r at r*128 bytes, the 16-byte units of a row XOR-ed with (r % 8). This is the
+//   layout the TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and the layout wgmma reads with the
+//   128-byte-swizzle descriptor: K-major for Q and K (A and B of S), N-major for V (B of P V,
+//   with the transpose bit). Q: HEADDIM/64 chunks of 128 rows; K and V: STAGES x HEADDIM/64
+//   chunks of BLOCK_N rows. The epilogue reuses each consumer's 64 Q rows to stage its O tile
+//   for a TMA store.
+//
+// Masking and ragged edges. Tensor maps are 4-D (headdim, heads, seqlen, batch) over the dense
+//   tensors, so a tile past seqlen_q or seqlen_k is clipped by the hardware: loads fill zeros,
+//   stores drop rows. Scores of keys >= seqlen_k, and causal ones (key j > query i + seqlen_k -
+//   seqlen_q, bottom-right aligned), become -inf, only in the tiles that need it. A query tile
+//   whose rows see no key at all runs no key tile and writes out = 0 and lse = +inf; a row that
+//   sees none inside a tile keeps max -inf and a zero sum, and the exp2 base is taken as 0 then
+//   so no inf - inf appears.
+//
+// Host side: the four tensor maps are encoded per call with the driver's cuTensorMapEncodeTiled
+// (libcuda, linked by the harness as task.toml's [build] link_driver says) and passed by value
+// as __grid_constant__ parameters.
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <stdint.h>
+#include <math.h>
+
+namespace {
+
+constexpr int kWarpgroupThreads = 128;
+constexpr int kConsumers = 2;                       // consumer warpgroups
+constexpr int kThreads = (kConsumers + 1) * kWarpgroupThreads;
+constexpr int kBlockM = 64 * kConsumers;            // query rows per CTA
+constexpr int kChunk = 64;                          // bf16 columns per swizzled chunk (128 B)
+constexpr int kRowBytes = 128;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <int HEADDIM>
+struct Shape {
+    static constexpr int kBlockN = HEADDIM == 256 ? 64 : 128;
+    static constexpr int kStages = 2;
+    static constexpr int kChunks = HEADDIM / kChunk;
+    static constexpr int kQBytes = kBlockM * HEADDIM * 2;
+    static constexpr int kKVBytes = kBlockN * HEADDIM * 2;   // one K (or V) stage
+    static constexpr int kQOffset = 0;
+    static constexpr int kKOffset = kQOffset + kQBytes;
+    static constexpr int kVOffset = kKOffset + kStages * kKVBytes;
+    static constexpr int kBarrierOffset = kVOffset + kStages * kKVBytes;
+    static constexpr int kBarriers = 1 + 3 * kStages;
+    // +1024: the dynamic shared memory base is only 16-byte aligned; the kernel rounds it up.
+    static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers + 1024;
+    static_assert(kSmemBytes <= 227 * 1024, "tile does not fit in shared memory");
+};
+
+struct Params {
+    float* lse;
+    int seqlen_q, seqlen_k, nheads, group;  // group = nheads / nheads_kv
+    int causal;
+    float scale_log2;  // softmax_scale * log2(e): scores live in base-2 units
+};
+
+// ---------------------------------------------------------------------------------------------
+// PTX helpers: shared-memory addresses, mbarriers, TMA, wgmma descriptors and fences.
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n"
+        "}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                         int c0, int c1, int c2, int c3) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+        : "memory");
+}
+
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, int c0, int c1,
+                                          int c2, int c3) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+        ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+        : "memory");
+}
+
+__device__ __forceinline__ void tma_store_commit_and_wait() {
+    asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+// A wgmma shared-memory descriptor for a 128-byte-swizzled tile (layout type 1 in bits 62-63).
+// K-major operands: 8-row groups 1024 bytes apart (stride byte offset); the leading offset is
+// unused. N-major (V): `leading` is the distance between 64-column chunks, 8-row groups again
+// 1024 bytes apart.
+__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t leading) {
+    uint64_t desc = 0;
+    desc |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
+    desc |= static_cast<uint64_t>((leading & 0x3FFFF) >> 4) << 16;
+    desc |= static_cast<uint64_t>(1024 >> 4) << 32;
+    desc |= static_cast<uint64_t>(1) << 62;
+    return desc;
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+}
+// Keeps the compiler from moving reads or writes of accumulator registers across a wait.
+template <int N>
+__device__ __forceinline__ void fence_registers(float* r) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+}
+
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- generated by scripts/gen_wgmma.py; do not edit by hand ----
+__device__ __forceinline__ void wgmma_ss_n64(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_ss_n128(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_rs_n64(float* d, const uint32_t* a, uint64_t desc_b,
+                                                int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_rs_n128(float* d, const uint32_t* a, uint64_t desc_b,
+                                                int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_rs_n256(float* d, const uint32_t* a, uint64_t desc_b,
+                                                int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+// ---- end of generated wrappers ----
+
+template <int N>
+__device__ __forceinline__ void wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    static_assert(N == 64 || N == 128, "no wrapper for this S width");
+    if constexpr (N == 64) wgmma_ss_n64(d, desc_a, desc_b, scale_d);
+    else wgmma_ss_n128(d, desc_a, desc_b, scale_d);
+}
+
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
+    static_assert(N == 64 || N == 128 || N == 256, "no wrapper for this head dim");
+    if constexpr (N == 64) wgmma_rs_n64(d, a, desc_b, scale_d);
+    else if constexpr (N == 128) wgmma_rs_n128(d, a, desc_b, scale_d);
+    else wgmma_rs_n256(d, a, desc_b, scale_d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel.
+
+template <int HEADDIM>
+__global__ void __launch_bounds__(kThreads, 1)
+flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+               const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
+               const Params p) {
+    using S = Shape<HEADDIM>;
+    constexpr int BN = S::kBlockN;
+    constexpr int STAGES = S::kStages;
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;  // swizzle atoms: 1024 B
+    const uint32_t q_smem = base + S::kQOffset;
+    const uint32_t k_smem = base + S::kKOffset;
+    const uint32_t v_smem = base + S::kVOffset;
+    const uint32_t q_full = base + S::kBarrierOffset;
+    const uint32_t k_full = q_full + 8;                  // + 8 * stage
+    const uint32_t v_full = k_full + 8 * STAGES;         // + 8 * stage
+    const uint32_t kv_empty = v_full + 8 * STAGES;       // + 8 * stage
+
+    // Causal grids: the tiles with the most keys first, so the short ones fill the tail.
+    const int m_block = p.causal ? static_cast<int>(gridDim.x - 1 - blockIdx.x)
+                                 : static_cast<int>(blockIdx.x);
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    const int kv_head = head / p.group;
+    const int m0 = m_block * kBlockM;
+    const int diag = p.seqlen_k - p.seqlen_q;  // query i sees key j iff j <= i + diag (causal)
+    int n_end = p.seqlen_k;
+    if (p.causal) n_end = min(n_end, min(m0 + kBlockM, p.seqlen_q) + diag);
+    const int n_blocks = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+
+    if (threadIdx.x == 0) {
+        mbar_init(q_full, 1);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(k_full + 8 * s, 1);
+            mbar_init(v_full + 8 * s, 1);
+            mbar_init(kv_empty + 8 * s, kConsumers * 4);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    const int warpgroup = threadIdx.x / kWarpgroupThreads;
+    if (warpgroup == 0) {
+        // ---------------- producer ----------------
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+        if (threadIdx.x == 0) {
+            mbar_expect_tx(q_full, S::kQBytes);
+#pragma unroll
+            for (int ch = 0; ch < S::kChunks; ++ch)
+                tma_load(q_smem + ch * kBlockM * kRowBytes, &tm_q, q_full, ch * kChunk, head, m0,
+                         batch);
+            for (int j = 0; j < n_blocks; ++j) {
+                const int s = j % STAGES;
+                const uint32_t parity = (j / STAGES) & 1;
+                mbar_wait(kv_empty + 8 * s, parity ^ 1);  // a fresh barrier passes parity 1
+                const uint32_t k_dst = k_smem + s * S::kKVBytes;
+                const uint32_t v_dst = v_smem + s * S::kKVBytes;
+                mbar_expect_tx(k_full + 8 * s, S::kKVBytes);
+#pragma unroll
+                for (int ch = 0; ch < S::kChunks; ++ch)
+                    tma_load(k_dst + ch * BN * kRowBytes, &tm_k, k_full + 8 * s, ch * kChunk,
+                             kv_head, j * BN, batch);
+                mbar_expect_tx(v_full + 8 * s, S::kKVBytes);
+#pragma unroll
+                for (int ch = 0; ch < S::kChunks; ++ch)
+                    tma_load(v_dst + ch * BN * kRowBytes, &tm_v, v_full + 8 * s, ch * kChunk,
+                             kv_head, j * BN, batch);
+            }
+        }
+        return;
+    }
+
+    // ---------------- consumers ----------------
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+    const int wg = warpgroup - 1;
+    const int t = threadIdx.x % kWarpgroupThreads;
+    const int warp = t / 32;
+    const int lane = t % 32;
+    const int g = lane / 4;  // accumulator row within the warp's 16 (and g + 8)
+    const int c = lane % 4;  // accumulator column pair within each 8-column block
+    const int row0 = m0 + wg * 64 + warp * 16 + g;
+    const float sl2 = p.scale_log2;
+    const uint32_t q_wg = q_smem + wg * 64 * kRowBytes;
+
+    float o[HEADDIM / 2];
+#pragma unroll
+    for (int i = 0; i < HEADDIM / 2; ++i) o[i] = 0.f;
+    float row_max[2] = {-INFINITY, -INFINITY};
+    float row_sum[2] = {0.f, 0.f};  // this thread's partial sums; the quad is summed at the end
+
+    mbar_wait(q_full, 0);
+    for (int j = 0; j < n_blocks; ++j) {
+        const int s = j % STAGES;
+        const uint32_t parity = (j / STAGES) & 1;
+        const int n0 = j * BN;
+        const uint32_t k_tile = k_smem + s * S::kKVBytes;
+        const uint32_t v_tile = v_smem + s * S::kKVBytes;
+
+        // S = Q K^T, 64 x BN per warpgroup.
+        float sc[BN / 2];
+        mbar_wait(k_full + 8 * s, parity);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HEADDIM / 16; ++kk) {
+            const uint64_t desc_q =
+                make_desc(q_wg + (kk / 4) * kBlockM * kRowBytes + (kk % 4) * 32, 16);
+            const uint64_t desc_k = make_desc(k_tile + (kk / 4) * BN * kRowBytes + (kk % 4) * 32, 16);
+            wgmma_ss<BN>(sc, desc_q, desc_k, kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait_all();
+        fence_registers<BN / 2>(sc);
+
+        // Mask keys past seqlen_k and, causal, past the diagonal; only tiles that need it.
+        const bool ragged = n0 + BN > p.seqlen_k;
+        const bool crosses = p.causal && n0 + BN - 1 > m0 + wg * 64 + diag;
+        if (ragged || crosses) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) {
+                const int col = n0 + (i / 4) * 8 + 2 * c + (i & 1);
+                const int row = row0 + ((i & 2) ? 8 : 0);
+                const int limit = p.causal ? min(p.seqlen_k, row + diag + 1) : p.seqlen_k;
+                if (col >= limit) sc[i] = -INFINITY;
+            }
+        }
+
+        // Online softmax, base 2; rows g (r = 0) and g + 8 (r = 1) of the warp's 16.
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float mx = row_max[r];
+#pragma unroll
+            for (int i = 0; i < BN / 8; ++i)
+                mx = fmaxf(mx, fmaxf(sc[4 * i + 2 * r], sc[4 * i + 2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float shift = mx == -INFINITY ? 0.f : mx * sl2;  // no inf - inf
+            const float alpha = fast_exp2(row_max[r] * sl2 - shift);
+            row_max[r] = mx;
+            float sum = 0.f;
+#pragma unroll
+            for (int i = 0; i < BN / 8; ++i) {
+                const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift));
+                const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift));
+                sc[4 * i + 2 * r] = e0;
+                sc[4 * i + 2 * r + 1] = e1;
+                sum += e0 + e1;
+            }
+            row_sum[r] = row_sum[r] * alpha + sum;
+#pragma unroll
+            for (int i = 0; i < HEADDIM / 8; ++i) {
+                o[4 * i + 2 * r] *= alpha;
+                o[4 * i + 2 * r + 1] *= alpha;
+            }
+        }
+
+        // P in bf16, laid out as wgmma's register A operand: the S accumulator of key columns
+        // 16k..16k+15 is exactly the A fragment of the k-th 16-deep step.
+        uint32_t pa[BN / 4];
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+            pa[4 * kk + 0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);
+            pa[4 * kk + 1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);
+            pa[4 * kk + 2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);
+            pa[4 * kk + 3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
+        }
+
+        // O += P V, V read N-major (transpose bit) from its 64-column chunks.
+        mbar_wait(v_full + 8 * s, parity);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+            const uint64_t desc_v = make_desc(v_tile + kk * 16 * kRowBytes, BN * kRowBytes);
+            wgmma_rs<HEADDIM>(o, &pa[4 * kk], desc_v, 1);
+        }
+        wgmma_commit();
+        wgmma_wait_all();
+        fence_registers<HEADDIM / 2>(o);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(kv_empty + 8 * s);
+    }
+
+    // Epilogue: normalise, stage O as bf16 in this warpgroup's Q rows (same swizzle), TMA store.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const float inv = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
+        const int local = warp * 16 + g + 8 * r;
+#pragma unroll
+        for (int i = 0; i < HEADDIM / 8; ++i) {
+            const uint32_t unit = static_cast<uint32_t>((i % 8) ^ (local % 8));
+            const uint32_t addr = q_wg + (i / 8) * kBlockM * kRowBytes + local * kRowBytes +
+                                  unit * 16 + c * 4;
+            const uint32_t packed = pack_bf16(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
+            asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(packed) : "memory");
+        }
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    named_barrier(1 + wg, kWarpgroupThreads);
+    if (t == 0) {
+#pragma unroll
+        for (int ch = 0; ch < S::kChunks; ++ch)
+            tma_store(&tm_o, q_wg + ch * kBlockM * kRowBytes, ch * kChunk, head, m0 + wg * 64,
+                      batch);
+        tma_store_commit_and_wait();
+    }
+    if (c == 0) {
+        float* lse_row = p.lse + (static_cast<size_t>(batch) * p.nheads + head) * p.seqlen_q;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = row0 + 8 * r;
+            if (row < p.seqlen_q)
+                lse_row[row] = row_sum[r] > 0.f
+                                   ? (row_max[r] * sl2 + log2f(row_sum[r])) * kLn2
+                                   : INFINITY;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+// A 4-D map (headdim, heads, seqlen, batch) over a dense bf16 tensor; boxes of 64 columns x
+// `rows` rows of one head, 128-byte swizzled.
+bool encode_map(CUtensorMap* map, void* data, int headdim, int heads, int seqlen, int batch,
+                int rows) {
+    const cuuint64_t dims[4] = {static_cast<cuuint64_t>(headdim), static_cast<cuuint64_t>(heads),
+                                static_cast<cuuint64_t>(seqlen), static_cast<cuuint64_t>(batch)};
+    const cuuint64_t row_bytes = static_cast<cuuint64_t>(headdim) * 2;
+    const cuuint64_t strides[3] = {row_bytes, row_bytes * heads, row_bytes * heads * seqlen};
+    const cuuint32_t box[4] = {static_cast<cuuint32_t>(kChunk), 1u, static_cast<cuuint32_t>(rows),
+                               1u};
+    const cuuint32_t element_strides[4] = {1u, 1u, 1u, 1u};
+    return cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, data, dims, strides,
+                                  box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int HEADDIM>
+int launch(void* const* tensors, const Params& p, int batch, int nheads_kv, cudaStream_t stream) {
+    using S = Shape<HEADDIM>;
+    CUtensorMap tm_q, tm_k, tm_v, tm_o;
+    const bool encoded =
+        encode_map(&tm_q, tensors[0], HEADDIM, p.nheads, p.seqlen_q, batch, kBlockM) &&
+        encode_map(&tm_k, tensors[1], HEADDIM, nheads_kv, p.seqlen_k, batch, S::kBlockN) &&
+        encode_map(&tm_v, tensors[2], HEADDIM, nheads_kv, p.seqlen_k, batch, S::kBlockN) &&
+        encode_map(&tm_o, tensors[3], HEADDIM, p.nheads, p.seqlen_q, batch, 64);
+    if (!encoded) return 3;
+    static bool configured = false;  // the opt-in shared-memory size, once per process
+    if (!configured) {
+        if (cudaFuncSetAttribute(flash_fwd_sm90<HEADDIM>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 S::kSmemBytes) != cudaSuccess)
+            return 4;
+        configured = true;
+    }
+    const dim3 grid((p.seqlen_q + kBlockM - 1) / kBlockM, p.nheads, batch);
+    flash_fwd_sm90<HEADDIM><<<grid, kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, tm_o, p);
+    return cudaGetLastError() == cudaSuccess ? 0 : 5;
+}
+
+}  // namespace
+
+extern "C" int ks_launch(void* const* tensors, const int64_t* ints, const double* floats,
+                         cudaStream_t stream) {
+    const int batch = static_cast<int>(ints[0]);
+    Params p;
+    p.lse = static_cast<float*>(tensors[4]);
+    p.seqlen_q = static_cast<int>(ints[1]);
+    p.seqlen_k = static_cast<int>(ints[2]);
+    p.nheads = static_cast<int>(ints[3]);
+    const int nheads_kv = static_cast<int>(ints[4]);
+    const int headdim = static_cast<int>(ints[5]);
+    p.causal = ints[6] != 0;
+    p.scale_log2 = static_cast<float>(floats[0] * static_cast<double>(kLog2e));
+    if (batch <= 0 || p.seqlen_q <= 0 || p.nheads <= 0) return 0;  // nothing to compute
+    if (p.seqlen_k <= 0 || nheads_kv <= 0 || p.nheads % nheads_kv != 0) return 1;
+    if (batch > 65535 || p.nheads > 65535) return 1;  // grid y and z limits
+    p.group = p.nheads / nheads_kv;
+    switch (headdim) {
+        case 64: return launch<64>(tensors, p, batch, nheads_kv, stream);
+        case 128: return launch<128>(tensors, p, batch, nheads_kv, stream);
+        case 256: return launch<256>(tensors, p, batch, nheads_kv, stream);
+        default: return 2;  // unsupported head dimension
+    }
+}
