@@ -46,6 +46,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_traces_argument(stats)
     stats.set_defaults(func=run_stats)
 
+    nxt = actions.add_parser(
+        "next",
+        help="the question to ask now: the ranking for a trigger, recent ones left out",
+    )
+    _add_file_option(nxt)
+    add_traces_argument(nxt)
+    nxt.add_argument("--trigger", required=True, metavar="T", help=_TRIGGERS_HELP)
+    nxt.add_argument(
+        "--asked", action="append", default=[], metavar="ID", help="an id asked already (repeat)"
+    )
+    nxt.add_argument(
+        "--notes",
+        metavar="FILE",
+        help="a notes file whose 'Question: <id>' lines count as asked (oldest first)",
+    )
+    nxt.add_argument(
+        "--avoid-last",
+        type=int,
+        default=None,
+        metavar="N",
+        help="leave out the last N asked (default: what a session does)",
+    )
+    nxt.add_argument("--seed", type=int, help="seed for the ranking's draws (reproducible)")
+    nxt.set_defaults(func=run_next)
+
     parser.set_defaults(func=lambda args: _usage(parser))
 
 
@@ -151,6 +176,49 @@ def run_stats(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def run_next(args: argparse.Namespace) -> int:
+    """Print the top-ranked question for a trigger: id, then its text; 1 when none is left."""
+    from kernelseek_tui.repertoire import TRIGGERS, find_repertoire, load_repertoire
+    from kernelseek_tui.repertoire.ranking import DEFAULT_AVOID_LAST, next_question
+
+    _require_choice("trigger", args.trigger, TRIGGERS)
+    repertoire = load_repertoire(find_repertoire(args.file))
+    asked = [*_asked_in_notes(args.notes), *args.asked] if args.notes else list(args.asked)
+    avoid = DEFAULT_AVOID_LAST if args.avoid_last is None else args.avoid_last
+    stats = _question_stats(args.traces)
+    question = next_question(
+        repertoire, args.trigger, stats=stats, recent_ids=asked, rng=args.seed, avoid_last=avoid
+    )
+    if question is None:
+        print(f"every {args.trigger} question was asked too recently", file=sys.stderr)
+        return 1
+    print(f"{question.id}\t{question.level}\t{question.text}")
+    return 0
+
+
+def _asked_in_notes(path: str) -> list[str]:
+    import re
+    from pathlib import Path
+
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise KernelseekError(f"{path}: {error.strerror}") from None
+    return re.findall(r"^\W*Question:\s*`?([a-z0-9-]+)`?", text, flags=re.MULTILINE)
+
+
+def _question_stats(traces: str | None) -> dict:
+    """Each question's record in the traces, or none where there are no traces to read."""
+    from kernelseek_tui.paths import traces_root
+
+    try:
+        from kernelseek_tui.trace.store import TraceStore
+
+        return dict(TraceStore(traces_root(traces)).question_stats())
+    except (ImportError, KernelseekError):
+        return {}
 
 
 def _require_choice(what: str, value: str | None, choices: tuple[str, ...]) -> None:
