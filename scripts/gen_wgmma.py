@@ -4,7 +4,7 @@ per accumulator register: PTX needs them spelled out, and a generator keeps them
     python3 scripts/gen_wgmma.py > /tmp/wrappers.cu
 """
 
-SS_SHAPES = (64, 128)  # S = Q K^T: both operands from shared memory, K-major
+SS_SHAPES = (64, 80, 128, 176)  # S = Q K^T: both operands from shared memory, K-major
 RS_SHAPES = (64, 128, 256)  # O += P V: P from registers, V from shared memory, N-major
 
 

@@ -47,18 +47,42 @@
 namespace {
 
 constexpr int kWarpgroupThreads = 128;
-constexpr int kConsumers = 2;                       // consumer warpgroups
-constexpr int kThreads = (kConsumers + 1) * kWarpgroupThreads;
-constexpr int kBlockM = 64 * kConsumers;            // query rows per CTA
+constexpr int kMaxConsumers = 3;
+#ifndef SM90_PINGPONG
+#define SM90_PINGPONG 1
+#endif
+constexpr bool kPingPong = SM90_PINGPONG != 0;     // consumers take turns at the tensor cores
 constexpr int kChunk = 64;                          // bf16 columns per swizzled chunk (128 B)
 constexpr int kRowBytes = 128;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-template <int HEADDIM>
+// Key-tile widths: as wide as registers and shared memory allow (fewer softmax reductions and
+// O rescales per key); causal d128 keeps 128 so fewer keys are wasted on the diagonal.
+#ifndef SM90_D128_BLOCK_N
+#define SM90_D128_BLOCK_N 128
+#endif
+#ifndef SM90_D256_BLOCK_N
+#define SM90_D256_BLOCK_N 64
+#endif
+template <int HEADDIM, bool CAUSAL>
+constexpr int block_n() {
+    return HEADDIM == 64 ? 128 : HEADDIM == 128 ? (CAUSAL ? 128 : SM90_D128_BLOCK_N)
+                                                : SM90_D256_BLOCK_N;
+}
+
+template <int HEADDIM, int BLOCK_N>
 struct Shape {
-    static constexpr int kBlockN = HEADDIM == 256 ? 64 : 128;
-    static constexpr int kStages = 2;
+    // d64 is bound by the exponentials: three consumers keep the tensor cores fed while two of
+    // them exponentiate. Larger head dims need the registers of two.
+    static constexpr int kConsumers = HEADDIM == 64 ? 3 : 2;
+    static constexpr int kThreads = (kConsumers + 1) * kWarpgroupThreads;
+    static constexpr int kBlockM = 64 * kConsumers;  // query rows per CTA
+    // setmaxnreg: the producer keeps few, the consumers split the rest (64K per SM).
+    static constexpr int kProducerRegs = kConsumers == 2 ? 24 : 32;
+    static constexpr int kConsumerRegs = kConsumers == 2 ? 240 : 160;
+    static constexpr int kBlockN = BLOCK_N;
+    static constexpr int kStages = HEADDIM == 64 ? 3 : 2;
     static constexpr int kChunks = HEADDIM / kChunk;
     static constexpr int kQBytes = kBlockM * HEADDIM * 2;
     static constexpr int kKVBytes = kBlockN * HEADDIM * 2;   // one K (or V) stage
@@ -66,7 +90,7 @@ struct Shape {
     static constexpr int kKOffset = kQOffset + kQBytes;
     static constexpr int kVOffset = kKOffset + kStages * kKVBytes;
     static constexpr int kBarrierOffset = kVOffset + kStages * kKVBytes;
-    static constexpr int kBarriers = 1 + 3 * kStages;
+    static constexpr int kBarriers = 1 + 4 * kStages;
     // +1024: the dynamic shared memory base is only 16-byte aligned; the kernel rounds it up.
     static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers + 1024;
     static_assert(kSmemBytes <= 227 * 1024, "tile does not fit in shared memory");
@@ -187,6 +211,16 @@ __device__ __forceinline__ void wgmma_ss_n64(float* d, uint64_t desc_a, uint64_t
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+__device__ __forceinline__ void wgmma_ss_n80(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 __device__ __forceinline__ void wgmma_ss_n128(float* d, uint64_t desc_a, uint64_t desc_b,
                                                 int scale_d) {
     asm volatile(
@@ -194,6 +228,16 @@ __device__ __forceinline__ void wgmma_ss_n128(float* d, uint64_t desc_a, uint64_
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_ss_n176(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
@@ -231,9 +275,11 @@ __device__ __forceinline__ void wgmma_rs_n256(float* d, const uint32_t* a, uint6
 
 template <int N>
 __device__ __forceinline__ void wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    static_assert(N == 64 || N == 128, "no wrapper for this S width");
+    static_assert(N == 64 || N == 80 || N == 128 || N == 176, "no wrapper for this S width");
     if constexpr (N == 64) wgmma_ss_n64(d, desc_a, desc_b, scale_d);
-    else wgmma_ss_n128(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 80) wgmma_ss_n80(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 128) wgmma_ss_n128(d, desc_a, desc_b, scale_d);
+    else wgmma_ss_n176(d, desc_a, desc_b, scale_d);
 }
 
 template <int N>
@@ -245,25 +291,135 @@ __device__ __forceinline__ void wgmma_rs(float* d, const uint32_t* a, uint64_t d
 }
 
 // ---------------------------------------------------------------------------------------------
-// The kernel.
+// The consumer's stages, one function each.
+
+// S = Q K^T for this warpgroup's 64 rows: HEADDIM/16 wgmmas, both operands K-major in shared
+// memory; each 16-deep step moves 32 bytes along the swizzled row, a chunk per 64 columns.
+template <int HEADDIM, int BM, int BN>
+__device__ __forceinline__ void issue_s(float* sc, uint32_t q_wg, uint32_t k_tile) {
+#pragma unroll
+    for (int kk = 0; kk < HEADDIM / 16; ++kk) {
+        const uint64_t desc_q = make_desc(q_wg + (kk / 4) * BM * kRowBytes + (kk % 4) * 32, 16);
+        const uint64_t desc_k = make_desc(k_tile + (kk / 4) * BN * kRowBytes + (kk % 4) * 32, 16);
+        wgmma_ss<BN>(sc, desc_q, desc_k, kk > 0);
+    }
+}
+
+// O += P V: BN/16 wgmmas, P from registers, V N-major (transpose bit) in 64-column chunks.
+template <int HEADDIM, int BN>
+__device__ __forceinline__ void issue_pv(float* o, const uint32_t* pa, uint32_t v_tile) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+        const uint64_t desc_v = make_desc(v_tile + kk * 16 * kRowBytes, BN * kRowBytes);
+        wgmma_rs<HEADDIM>(o, &pa[4 * kk], desc_v, 1);
+    }
+}
+
+// Scores of keys past seqlen_k and, causal, past the diagonal become -inf.
+template <int BN>
+__device__ __forceinline__ void mask_tile(float* sc, int n0, int row0, int c, int seqlen_k,
+                                          int causal, int diag) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) {
+        const int col = n0 + (i / 4) * 8 + 2 * c + (i & 1);
+        const int row = row0 + ((i & 2) ? 8 : 0);
+        const int limit = causal ? min(seqlen_k, row + diag + 1) : seqlen_k;
+        if (col >= limit) sc[i] = -INFINITY;
+    }
+}
+
+// Online softmax in base 2 over rows g (r = 0) and g + 8 (r = 1): exponentiates `sc` in place,
+// updates the running max and this thread's partial sums, returns the factor O must be scaled by.
+template <int BN>
+__device__ __forceinline__ void softmax_tile(float* sc, float* row_max, float* row_sum,
+                                             float sl2, float* alpha) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float mx = row_max[r];
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i)
+            mx = fmaxf(mx, fmaxf(sc[4 * i + 2 * r], sc[4 * i + 2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float shift = mx == -INFINITY ? 0.f : mx * sl2;  // no inf - inf
+        alpha[r] = fast_exp2(row_max[r] * sl2 - shift);
+        row_max[r] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+            const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift));
+            const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift));
+            sc[4 * i + 2 * r] = e0;
+            sc[4 * i + 2 * r + 1] = e1;
+            sum += e0 + e1;
+        }
+        row_sum[r] = row_sum[r] * alpha[r] + sum;
+    }
+}
 
 template <int HEADDIM>
-__global__ void __launch_bounds__(kThreads, 1)
+__device__ __forceinline__ void rescale(float* o, const float* alpha) {
+#pragma unroll
+    for (int i = 0; i < HEADDIM / 8; ++i) {
+        o[4 * i + 0] *= alpha[0];
+        o[4 * i + 1] *= alpha[0];
+        o[4 * i + 2] *= alpha[1];
+        o[4 * i + 3] *= alpha[1];
+    }
+}
+
+// P in bf16 as wgmma's register A operand: the S accumulator of key columns 16k..16k+15 is
+// exactly the A fragment of the k-th 16-deep step.
+template <int BN>
+__device__ __forceinline__ void to_operand(const float* sc, uint32_t* pa) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+        pa[4 * kk + 0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);
+        pa[4 * kk + 1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);
+        pa[4 * kk + 2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);
+        pa[4 * kk + 3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
+    }
+}
+
+// Turns between the consumers: a warpgroup issues its GEMMs only in its turn and hands the
+// turn to the next one (round robin) once they are issued, so one's softmax runs under the
+// others' GEMMs. Named barrier 1 + wg is consumer wg's epilogue, kTurnBarrier + wg its turn.
+constexpr int kTurnBarrier = 1 + kMaxConsumers;
+__device__ __forceinline__ void wait_turn(int wg) {
+    if (kPingPong) named_barrier(kTurnBarrier + wg, 2 * kWarpgroupThreads);
+}
+template <int CONSUMERS>
+__device__ __forceinline__ void pass_turn(int wg) {
+    const int next = wg + 1 == CONSUMERS ? 0 : wg + 1;
+    if (kPingPong)
+        asm volatile("bar.arrive %0, %1;" ::"r"(kTurnBarrier + next), "r"(2 * kWarpgroupThreads)
+                     : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel.
+
+template <int HEADDIM, int BLOCK_N>
+__global__ void __launch_bounds__(Shape<HEADDIM, BLOCK_N>::kThreads, 1)
 flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
                const Params p) {
-    using S = Shape<HEADDIM>;
+    using S = Shape<HEADDIM, BLOCK_N>;
     constexpr int BN = S::kBlockN;
     constexpr int STAGES = S::kStages;
+    constexpr int kBlockM = S::kBlockM;
+    constexpr int kConsumers = S::kConsumers;
     extern __shared__ uint8_t smem_raw[];
     const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;  // swizzle atoms: 1024 B
     const uint32_t q_smem = base + S::kQOffset;
     const uint32_t k_smem = base + S::kKOffset;
     const uint32_t v_smem = base + S::kVOffset;
+    // Barriers, 8 bytes each: q_full, then per stage k_full, v_full, k_empty, v_empty.
     const uint32_t q_full = base + S::kBarrierOffset;
-    const uint32_t k_full = q_full + 8;                  // + 8 * stage
-    const uint32_t v_full = k_full + 8 * STAGES;         // + 8 * stage
-    const uint32_t kv_empty = v_full + 8 * STAGES;       // + 8 * stage
+    const uint32_t k_full = q_full + 8;
+    const uint32_t v_full = k_full + 8 * STAGES;
+    const uint32_t k_empty = v_full + 8 * STAGES;
+    const uint32_t v_empty = k_empty + 8 * STAGES;
 
     // Causal grids: the tiles with the most keys first, so the short ones fill the tail.
     const int m_block = p.causal ? static_cast<int>(gridDim.x - 1 - blockIdx.x)
@@ -283,7 +439,8 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(k_full + 8 * s, 1);
             mbar_init(v_full + 8 * s, 1);
-            mbar_init(kv_empty + 8 * s, kConsumers * 4);  // one arrival per consumer warp
+            mbar_init(k_empty + 8 * s, kConsumers * 4);  // one arrival per consumer warp
+            mbar_init(v_empty + 8 * s, kConsumers * 4);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -292,7 +449,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const int warpgroup = threadIdx.x / kWarpgroupThreads;
     if (warpgroup == 0) {
         // ---------------- producer ----------------
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(S::kProducerRegs));
         if (threadIdx.x == 0) {
             mbar_expect_tx(q_full, S::kQBytes);
 #pragma unroll
@@ -301,27 +458,26 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                          batch);
             for (int j = 0; j < n_blocks; ++j) {
                 const int s = j % STAGES;
-                const uint32_t parity = (j / STAGES) & 1;
-                mbar_wait(kv_empty + 8 * s, parity ^ 1);  // a fresh barrier passes parity 1
-                const uint32_t k_dst = k_smem + s * S::kKVBytes;
-                const uint32_t v_dst = v_smem + s * S::kKVBytes;
+                const uint32_t parity = ((j / STAGES) & 1) ^ 1;  // a fresh barrier passes 1
+                mbar_wait(k_empty + 8 * s, parity);
                 mbar_expect_tx(k_full + 8 * s, S::kKVBytes);
 #pragma unroll
                 for (int ch = 0; ch < S::kChunks; ++ch)
-                    tma_load(k_dst + ch * BN * kRowBytes, &tm_k, k_full + 8 * s, ch * kChunk,
-                             kv_head, j * BN, batch);
+                    tma_load(k_smem + s * S::kKVBytes + ch * BN * kRowBytes, &tm_k, k_full + 8 * s,
+                             ch * kChunk, kv_head, j * BN, batch);
+                mbar_wait(v_empty + 8 * s, parity);
                 mbar_expect_tx(v_full + 8 * s, S::kKVBytes);
 #pragma unroll
                 for (int ch = 0; ch < S::kChunks; ++ch)
-                    tma_load(v_dst + ch * BN * kRowBytes, &tm_v, v_full + 8 * s, ch * kChunk,
-                             kv_head, j * BN, batch);
+                    tma_load(v_smem + s * S::kKVBytes + ch * BN * kRowBytes, &tm_v, v_full + 8 * s,
+                             ch * kChunk, kv_head, j * BN, batch);
             }
         }
         return;
     }
 
     // ---------------- consumers ----------------
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(S::kConsumerRegs));
     const int wg = warpgroup - 1;
     const int t = threadIdx.x % kWarpgroupThreads;
     const int warp = t / 32;
@@ -331,102 +487,68 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const int row0 = m0 + wg * 64 + warp * 16 + g;
     const float sl2 = p.scale_log2;
     const uint32_t q_wg = q_smem + wg * 64 * kRowBytes;
+    // Key tiles past these need the mask: ragged past seqlen_k, or crossing the causal diagonal
+    // of this warpgroup's first row.
+    const int first_ragged = p.seqlen_k / BN;
+    const int first_crossing = p.causal ? max(0, (m0 + wg * 64 + diag + 1) / BN) : n_blocks;
+    const int first_masked = min(first_ragged, first_crossing);
 
     float o[HEADDIM / 2];
 #pragma unroll
     for (int i = 0; i < HEADDIM / 2; ++i) o[i] = 0.f;
     float row_max[2] = {-INFINITY, -INFINITY};
     float row_sum[2] = {0.f, 0.f};  // this thread's partial sums; the quad is summed at the end
+    float alpha[2];
+    float sc[BN / 2];
+    uint32_t pa[BN / 4];
 
+    // Turns: consumer 0 goes first (the last consumer hands it the first turn); every turn
+    // taken is handed on, except the last consumer's last, so the barriers end balanced.
+    const bool last_consumer = wg == kConsumers - 1;
+    if (last_consumer && n_blocks > 0) pass_turn<kConsumers>(wg);
     mbar_wait(q_full, 0);
-    for (int j = 0; j < n_blocks; ++j) {
+
+    // Tile 0: S, softmax, P. Then each step j issues S_j and P_{j-1} V_{j-1} together and runs
+    // the softmax of S_j while P V is still on the tensor cores.
+    // A query tile that sees no key (causal, seqlen_q > seqlen_k) skips the loop and its turns.
+    for (int j = 0; n_blocks > 0 && j <= n_blocks; ++j) {
         const int s = j % STAGES;
-        const uint32_t parity = (j / STAGES) & 1;
-        const int n0 = j * BN;
-        const uint32_t k_tile = k_smem + s * S::kKVBytes;
-        const uint32_t v_tile = v_smem + s * S::kKVBytes;
-
-        // S = Q K^T, 64 x BN per warpgroup.
-        float sc[BN / 2];
-        mbar_wait(k_full + 8 * s, parity);
+        const int s_prev = (j + STAGES - 1) % STAGES;
+        const bool has_s = j < n_blocks;
+        const bool has_pv = j > 0;
+        if (has_s) mbar_wait(k_full + 8 * s, (j / STAGES) & 1);
+        if (has_pv) mbar_wait(v_full + 8 * s_prev, ((j - 1) / STAGES) & 1);
+        wait_turn(wg);
         wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < HEADDIM / 16; ++kk) {
-            const uint64_t desc_q =
-                make_desc(q_wg + (kk / 4) * kBlockM * kRowBytes + (kk % 4) * 32, 16);
-            const uint64_t desc_k = make_desc(k_tile + (kk / 4) * BN * kRowBytes + (kk % 4) * 32, 16);
-            wgmma_ss<BN>(sc, desc_q, desc_k, kk > 0);
+        if (has_s) {
+            issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem + s * S::kKVBytes);
+            wgmma_commit();
         }
-        wgmma_commit();
-        wgmma_wait_all();
-        fence_registers<BN / 2>(sc);
-
-        // Mask keys past seqlen_k and, causal, past the diagonal; only tiles that need it.
-        const bool ragged = n0 + BN > p.seqlen_k;
-        const bool crosses = p.causal && n0 + BN - 1 > m0 + wg * 64 + diag;
-        if (ragged || crosses) {
-#pragma unroll
-            for (int i = 0; i < BN / 2; ++i) {
-                const int col = n0 + (i / 4) * 8 + 2 * c + (i & 1);
-                const int row = row0 + ((i & 2) ? 8 : 0);
-                const int limit = p.causal ? min(p.seqlen_k, row + diag + 1) : p.seqlen_k;
-                if (col >= limit) sc[i] = -INFINITY;
-            }
+        if (has_pv) {
+            issue_pv<HEADDIM, BN>(o, pa, v_smem + s_prev * S::kKVBytes);
+            wgmma_commit();
         }
-
-        // Online softmax, base 2; rows g (r = 0) and g + 8 (r = 1) of the warp's 16.
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float mx = row_max[r];
-#pragma unroll
-            for (int i = 0; i < BN / 8; ++i)
-                mx = fmaxf(mx, fmaxf(sc[4 * i + 2 * r], sc[4 * i + 2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float shift = mx == -INFINITY ? 0.f : mx * sl2;  // no inf - inf
-            const float alpha = fast_exp2(row_max[r] * sl2 - shift);
-            row_max[r] = mx;
-            float sum = 0.f;
-#pragma unroll
-            for (int i = 0; i < BN / 8; ++i) {
-                const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift));
-                const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift));
-                sc[4 * i + 2 * r] = e0;
-                sc[4 * i + 2 * r + 1] = e1;
-                sum += e0 + e1;
-            }
-            row_sum[r] = row_sum[r] * alpha + sum;
-#pragma unroll
-            for (int i = 0; i < HEADDIM / 8; ++i) {
-                o[4 * i + 2 * r] *= alpha;
-                o[4 * i + 2 * r + 1] *= alpha;
-            }
+        if (!(last_consumer && j == n_blocks)) pass_turn<kConsumers>(wg);
+        if (has_s) {
+            if (has_pv) asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            else wgmma_wait_all();
+            fence_registers<BN / 2>(sc);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(k_empty + 8 * s);
+            if (j >= first_masked)
+                mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
+            softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
         }
-
-        // P in bf16, laid out as wgmma's register A operand: the S accumulator of key columns
-        // 16k..16k+15 is exactly the A fragment of the k-th 16-deep step.
-        uint32_t pa[BN / 4];
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
-            pa[4 * kk + 0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);
-            pa[4 * kk + 1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);
-            pa[4 * kk + 2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);
-            pa[4 * kk + 3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
+        if (has_pv) {
+            wgmma_wait_all();
+            fence_registers<HEADDIM / 2>(o);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
         }
-
-        // O += P V, V read N-major (transpose bit) from its 64-column chunks.
-        mbar_wait(v_full + 8 * s, parity);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
-            const uint64_t desc_v = make_desc(v_tile + kk * 16 * kRowBytes, BN * kRowBytes);
-            wgmma_rs<HEADDIM>(o, &pa[4 * kk], desc_v, 1);
+        if (has_s) {
+            rescale<HEADDIM>(o, alpha);
+            to_operand<BN>(sc, pa);
         }
-        wgmma_commit();
-        wgmma_wait_all();
-        fence_registers<HEADDIM / 2>(o);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(kv_empty + 8 * s);
     }
 
     // Epilogue: normalise, stage O as bf16 in this warpgroup's Q rows (same swizzle), TMA store.
@@ -490,9 +612,11 @@ bool encode_map(CUtensorMap* map, void* data, int headdim, int heads, int seqlen
                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int HEADDIM>
-int launch(void* const* tensors, const Params& p, int batch, int nheads_kv, cudaStream_t stream) {
-    using S = Shape<HEADDIM>;
+template <int HEADDIM, int BLOCK_N>
+int launch_tiles(void* const* tensors, const Params& p, int batch, int nheads_kv,
+                 cudaStream_t stream) {
+    using S = Shape<HEADDIM, BLOCK_N>;
+    constexpr int kBlockM = S::kBlockM;
     CUtensorMap tm_q, tm_k, tm_v, tm_o;
     const bool encoded =
         encode_map(&tm_q, tensors[0], HEADDIM, p.nheads, p.seqlen_q, batch, kBlockM) &&
@@ -502,15 +626,23 @@ int launch(void* const* tensors, const Params& p, int batch, int nheads_kv, cuda
     if (!encoded) return 3;
     static bool configured = false;  // the opt-in shared-memory size, once per process
     if (!configured) {
-        if (cudaFuncSetAttribute(flash_fwd_sm90<HEADDIM>,
+        if (cudaFuncSetAttribute(flash_fwd_sm90<HEADDIM, BLOCK_N>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  S::kSmemBytes) != cudaSuccess)
             return 4;
         configured = true;
     }
     const dim3 grid((p.seqlen_q + kBlockM - 1) / kBlockM, p.nheads, batch);
-    flash_fwd_sm90<HEADDIM><<<grid, kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, tm_o, p);
+    flash_fwd_sm90<HEADDIM, BLOCK_N><<<grid, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, tm_o, p);
     return cudaGetLastError() == cudaSuccess ? 0 : 5;
+}
+
+template <int HEADDIM>
+int launch(void* const* tensors, const Params& p, int batch, int nheads_kv, cudaStream_t stream) {
+    constexpr int kCausalN = block_n<HEADDIM, true>();
+    constexpr int kFullN = block_n<HEADDIM, false>();
+    if (p.causal) return launch_tiles<HEADDIM, kCausalN>(tensors, p, batch, nheads_kv, stream);
+    return launch_tiles<HEADDIM, kFullN>(tensors, p, batch, nheads_kv, stream);
 }
 
 }  // namespace
