@@ -87,6 +87,9 @@ class Knob:
     name: str
     values: tuple[int, ...]
     default: int
+    # The task sources (file names in the task directory) the knob means something to; empty:
+    # all. A task loaded for one source carries only that source's knobs.
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +234,12 @@ class Task:
         return [int(evaluate_expr(expr, fields)) for expr in self.ints]
 
 
-def load_task(task_dir: str | Path) -> Task:
-    """Read and check ``<task_dir>/task.toml``; raises TaskError naming the file and the problem."""
+def load_task(task_dir: str | Path, source: str | None = None) -> Task:
+    """Read and check ``<task_dir>/task.toml``; raises TaskError naming the file and the problem.
+
+    ``source`` (a file in the task directory) replaces the task's starting kernel: a session
+    then starts from it, is timed against it and tunes its knobs.
+    """
     directory = Path(task_dir).resolve()
     path = directory / TASK_FILE
     if not path.is_file():
@@ -242,7 +249,7 @@ def load_task(task_dir: str | Path) -> Task:
     except tomllib.TOMLDecodeError as error:
         raise TaskError(f"{path}: {error}") from None
     try:
-        return _build_task(directory, path, raw)
+        return _build_task(directory, path, raw, source)
     except TaskError:
         raise
     except ExprError as error:
@@ -267,8 +274,17 @@ def _existing(directory: Path, relative: str, path: Path, what: str) -> Path:
     return target
 
 
-def _build_task(directory: Path, path: Path, raw: dict[str, Any]) -> Task:
+def _start_source(directory: Path, path: Path, relative: str) -> Path:
+    """The starting kernel: an existing file inside the task directory (sessions edit it)."""
+    target = _existing(directory, relative, path, "source")
+    if not target.is_relative_to(directory):
+        raise TaskError(f"{path}: source {relative!r} is outside the task directory")
+    return target
+
+
+def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | None) -> Task:
     name = _require(raw, "name", path, str)
+    start = _start_source(directory, path, source or _require(raw, "source", path, str))
     fields = tuple(_require(raw, "scenario_fields", path, list))
     constraints = tuple(raw.get("constraints", []))
     for rule in constraints:
@@ -337,18 +353,20 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any]) -> Task:
         _no_unknown_keys(raw.get(table, {}), known, path, f"[{table}]")
     knobs = []
     for entry in raw.get("knob", []):
-        _no_unknown_keys(entry, {"name", "values", "default"}, path, "[[knob]]")
+        _no_unknown_keys(entry, {"name", "values", "default", "sources"}, path, "[[knob]]")
         values = tuple(int(v) for v in entry["values"])
         default = int(entry.get("default", values[0]))
         if default not in values:
             raise TaskError(f"{path}: knob {entry['name']!r} default is not among its values")
-        knobs.append(Knob(entry["name"], values, default))
+        sources = tuple(str(s) for s in entry.get("sources", []))
+        if not sources or start.relative_to(directory).as_posix() in sources:
+            knobs.append(Knob(entry["name"], values, default, sources))
 
     return Task(
         name=name,
         dir=directory,
         description=raw.get("description", ""),
-        source=_existing(directory, _require(raw, "source", path, str), path, "source"),
+        source=start,
         scenario_fields=fields,
         constraints=constraints,
         tensors=tuple(tensors),

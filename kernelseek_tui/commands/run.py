@@ -60,6 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=AGENTS,
         help="who works (default: claude when $ANTHROPIC_API_KEY is set, else tuner)",
     )
+    parser.add_argument(
+        "--source",
+        metavar="FILE",
+        help="start from this kernel in the task directory (default: the task's source), "
+        "e.g. sm90.cu",
+    )
     parser.add_argument("--model", help="the Claude model (claude agent)")
     parser.add_argument("--budget-calls", type=int, metavar="N", help="stop after N tool calls")
     parser.add_argument("--budget-usd", type=float, metavar="X", help="stop after $X of model use")
@@ -214,7 +220,7 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     if args.task_dir is None:
         raise KernelseekError("give a TASK_DIR to start a session, or --resume SESSION")
-    task = load_task(args.task_dir)
+    task = load_task(args.task_dir, args.source)
     agent = settings.get("agent") or ("claude" if os.environ.get("ANTHROPIC_API_KEY") else "tuner")
     if agent not in AGENTS:
         raise KernelseekError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
@@ -242,6 +248,7 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         evaluator=args.evaluator,
         evaluator_options=_evaluator_options(settings),
         gpus=_gpus(settings),
+        source=task.source.relative_to(task.dir).as_posix(),
         **_engine_options(settings),
     )
     if args.detach:
@@ -277,6 +284,8 @@ def _resume(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     if args.task_dir is not None:
         raise KernelseekError("--resume takes the session, not a TASK_DIR")
+    if args.source is not None:
+        raise KernelseekError("--source starts a new session; a resumed one goes on from its own")
     session_dir = find_session(traces_root(args.traces), args.resume)
     stored = read_meta(session_dir).config
     if stored.get("agent") == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):

@@ -78,6 +78,8 @@ class SessionConfig:
     # The GPUs evaluations may run on at once (CUDA_VISIBLE_DEVICES entries, see
     # session/slots.py); None: one evaluation at a time, as --device says.
     gpus: list[str] | None = None
+    # The starting kernel, a file in the task directory (None: the task's own source).
+    source: str | None = None
 
     def __post_init__(self) -> None:
         if self.gpus is not None:

@@ -94,7 +94,7 @@ class Engine(JudgingMixin, AskingMixin):
                 f"session {config.session_id!r} already exists under {config.traces_root}: "
                 "resume it with --resume, or pick another --session-id"
             )
-        task = load_task(config.task_dir)
+        task = load_task(config.task_dir, config.source)
         config.task_dir = task.dir
         for name in config.objective_sets or []:
             task.scenarios(name)  # an unknown set is an error now, not at the first evaluation
@@ -162,7 +162,7 @@ class Engine(JudgingMixin, AskingMixin):
         data["traces_root"] = str(session_dir.parent)
         data["session_id"] = meta.session_id
         config = SessionConfig.from_dict(data)
-        task = load_task(meta.task_dir)
+        task = load_task(meta.task_dir, config.source)
         history = SessionHistory.open(Path(meta.repo), meta.session_id)
         events = table_to_events(read_session(session_dir))
         return cls(
