@@ -127,6 +127,8 @@ class DependencyRule:
     # CUDA driver functions (cu*) the candidate's own code may call; the harness links libcuda
     # only for a candidate that calls one. Every other driver function is refused.
     driver_functions: tuple[str, ...] = ()
+    # Everything the candidate's own object may call ("name*": a prefix); empty: no allow-list.
+    allowed_symbols: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,6 +398,7 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
             allowed_libraries=tuple(deps.get("allowed_libraries", [])),
             forbidden_symbols=tuple(deps.get("forbidden_symbols", [])),
             driver_functions=tuple(deps.get("driver_functions", [])),
+            allowed_symbols=tuple(deps.get("allowed_symbols", [])),
         ),
         timing=Timing(**raw.get("timing", {})),
     )
@@ -460,6 +463,7 @@ _TABLE_KEYS = {
         "allowed_libraries",
         "forbidden_symbols",
         "driver_functions",
+        "allowed_symbols",
     },
 }
 

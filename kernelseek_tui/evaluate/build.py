@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from kernelseek_tui.evaluate.include_rules import include_check
+from kernelseek_tui.evaluate.object_rules import driver_calls, object_check, undefined_symbols
 from kernelseek_tui.task import DependencyRule
 
 BUILD_VERSION = "1"  # bump when the build recipe changes, so old cache entries are not reused
@@ -40,7 +42,6 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 # Exported names that would interpose on the CUDA runtime/driver, the loader or libc's timers.
 _INTERPOSING = re.compile(r"^(cuda|cu[A-Z]|__cuda|nv|dl|clock_gettime|gettimeofday)")
-_DRIVER_FUNCTION = re.compile(r"^cu[A-Z]")
 LIBCUDA_ENV = "KERNELSEEK_LIBCUDA"
 
 
@@ -85,44 +86,6 @@ def static_check(source: str, rule: DependencyRule) -> list[str]:
     return reasons
 
 
-def _symbol_forbidden(symbol: str, patterns: tuple[str, ...]) -> bool:
-    name = symbol.split("@", 1)[0]
-    for pattern in patterns:
-        if pattern.endswith("*"):
-            if name.startswith(pattern[:-1]):
-                return True
-        elif name == pattern:
-            return True
-    return False
-
-
-def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-
-
-def undefined_symbols(obj: Path) -> list[str]:
-    """What the object calls from outside itself, without symbol versions."""
-    result = _run(["nm", "--undefined-only", "--format=posix", str(obj)], 60)
-    return [line.split()[0].split("@", 1)[0] for line in result.stdout.splitlines() if line.strip()]
-
-
-def driver_calls(symbols: list[str]) -> list[str]:
-    return sorted({s for s in symbols if _DRIVER_FUNCTION.match(s)})
-
-
-def object_check(obj: Path, rule: DependencyRule) -> list[str]:
-    """Reasons from the candidate's own undefined symbols (what its code calls)."""
-    symbols = undefined_symbols(obj)
-    bad = sorted({s for s in symbols if _symbol_forbidden(s, rule.forbidden_symbols)})
-    reasons = [f"calls forbidden symbol {s!r}" for s in bad]
-    for name in driver_calls(symbols):
-        if name not in rule.driver_functions and name not in bad:
-            reasons.append(
-                f"calls driver function {name!r}, outside the task's driver_functions"
-            )
-    return reasons
-
-
 def find_libcuda(nvcc: str | None = None) -> Path | None:
     """The CUDA driver library to link against: $KERNELSEEK_LIBCUDA, the installed driver, or
     the toolkit's link stub (same soname, so the library runs against the real driver)."""
@@ -161,6 +124,10 @@ def library_check(library: Path, rule: DependencyRule, entry: str) -> list[str]:
         if not any(stem == ok or stem.startswith(ok + "-") for ok in rule.allowed_libraries):
             reasons.append(f"the library links {needed!r}, outside the dependency rule")
     return reasons
+
+
+def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
 @cache
@@ -244,6 +211,9 @@ def _compile(
         [nvcc, *compile_flags, *flags, "-c", "kernel.cu", "-o", "kernel.o"],
         [nvcc, *BASE_FLAGS, *flags, "kernel.o", "-o", "kernel.so"],
     ]
+    reasons = include_check(nvcc, work / "kernel.cu", [*compile_flags, *flags], rule, timeout_s)
+    if reasons:
+        return BuildResult(ok=False, reasons=reasons)
     log = []
     for step, cmd in enumerate(steps):
         try:
