@@ -139,6 +139,9 @@ class Timing:
     max_reps: int = 200
     rotate_l2_multiple: float = 3.0  # rotate input sets until they span this many L2s
     max_rotations: int = 8
+    # The device's peak for the task's arithmetic: a measured rate above it means the timed
+    # calls did not do the work (memoized, skipped), whatever their outputs say.
+    max_tflops: float | None = None
 
 
 @dataclass(slots=True)

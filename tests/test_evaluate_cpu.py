@@ -291,3 +291,16 @@ emit({"type": "done"})
     assert result.summary.passed == 12
     assert result.summary.geomean_speedup == pytest.approx(2.0)
     assert result.summary.vs_fa3 == pytest.approx(0.5)
+
+
+def test_a_rate_above_the_device_peak_fails_the_scenario(task) -> None:
+    from kernelseek_tui.evaluate.result import ScenarioResult
+    from kernelseek_tui.evaluate.worker import beyond_peak
+
+    assert task.timing.max_tflops is not None
+    honest = ScenarioResult(name="s", set="bench", fields={}, passed=True, tflops=650.0)
+    assert not beyond_peak(honest, task.timing.max_tflops) and honest.passed
+    memoized = ScenarioResult(name="s", set="bench", fields={}, passed=True, tflops=7400.0)
+    assert beyond_peak(memoized, task.timing.max_tflops)
+    assert memoized.passed is False
+    assert "above the device's peak of 1000" in memoized.reasons[0]

@@ -208,6 +208,8 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     flops = float(ev.flops(fields)) if ev.flops else None
     if flops:
         result.tflops = flops / (stats.median_ms * 1e-3) / 1e12
+    if beyond_peak(result, task.timing.max_tflops):
+        return result
     if stats.spread > 0.1:
         result.timing_notes.append(f"noisy: p10-p90 spread {stats.spread:.0%} of the median")
 
@@ -225,7 +227,20 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         result.ms = _median([*stats.samples_ms, *again.samples_ms])
         if flops:
             result.tflops = flops / (result.ms * 1e-3) / 1e12
+        beyond_peak(result, task.timing.max_tflops)
     return result
+
+
+def beyond_peak(result: ScenarioResult, max_tflops: float | None) -> bool:
+    """Fail a scenario timed faster than the device can compute; True when it was."""
+    if max_tflops is None or result.tflops is None or result.tflops <= max_tflops:
+        return False
+    result.passed = False
+    result.reasons.append(
+        f"timed at {result.tflops:.0f} TFLOP/s, above the device's peak of {max_tflops:.0f}: "
+        "the timed calls cannot have done the work"
+    )
+    return True
 
 
 def _checked_call(
