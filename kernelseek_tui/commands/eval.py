@@ -83,9 +83,24 @@ def _parse_knobs(pairs: list[str]) -> dict[str, int]:
     return knobs
 
 
+def _advise_install() -> None:
+    """After an evaluation that ran no scenario, what to install if this machine cannot."""
+    from kernelseek_tui.evaluate.readiness import gpu_stack_problems, install_advice
+
+    problems = gpu_stack_problems()
+    if problems:
+        print(f"to evaluate here: {install_advice(problems)}")
+
+
 def run(args: argparse.Namespace) -> int:
     from kernelseek_tui.evaluate.api import evaluate, plan_scenarios
-    from kernelseek_tui.evaluate.display import ProgressBar, format_summary, format_table
+    from kernelseek_tui.evaluate.display import (
+        ProgressBar,
+        format_summary,
+        format_table,
+        format_verdict,
+        ran_nothing,
+    )
     from kernelseek_tui.task import load_task
 
     task = load_task(args.task_dir)
@@ -137,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
     if args.json:
         print(result.to_json(indent=2))
+    elif ran_nothing(result):
+        print(format_verdict(result))
+        _advise_install()
     else:
         print(format_table(result, only_failures=args.failures))
         print()
