@@ -97,6 +97,7 @@ class KernelseekApp(App[None]):
         self.timeline: Timeline | None = None
         self.follower: Any = None
         self._predicate_factory = predicate_factory
+        self._scratch: Any = None  # a bisect's temporary directory (see _bisect_factory)
         self._pane = "transcript"
         self._zoomed = False  # one pane over the whole width, whatever the terminal's size
         self._pending_selection: tuple[str, Any] | None = None
@@ -331,19 +332,25 @@ class KernelseekApp(App[None]):
     def _bisect_factory(self) -> Any:
         if self._predicate_factory is not None:
             return self._predicate_factory
-        from kernelseek_tui.evaluate.pool import visible_devices
+        from kernelseek_tui.evaluate.readiness import gpu_stack_problems
 
-        if not visible_devices():
+        if gpu_stack_problems():
             return None  # the pane says plainly that bisect needs a GPU box
 
         def factory() -> Any:
+            import tempfile
+
             from kernelseek_tui.history import predicate_from_evaluator
             from kernelseek_tui.session.evaluator import TaskEvaluator
             from kernelseek_tui.session.knobs import read_knobs
-            from kernelseek_tui.task import load_task
+            from kernelseek_tui.session.recorded import original_task
 
-            assert self.data is not None and self.data.meta is not None
-            task = load_task(Path(self.data.meta.task_dir))
+            data = self.data
+            assert data is not None and data.meta is not None and data.history is not None
+            # An unpacked recording has no checkout of its task: it comes from the start
+            # commit, into a directory that lives as long as the app.
+            self._scratch = tempfile.TemporaryDirectory(prefix="kernelseek-app-bisect-")
+            task = original_task(data.meta, data.history, Path(self._scratch.name))
             kernel = task.source.relative_to(task.dir)
             evaluator = TaskEvaluator(task)
             sets = self.data.meta.objective_sets
