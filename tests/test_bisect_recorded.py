@@ -236,3 +236,19 @@ def test_library_bisect_steps_carry_the_skip_reason(tmp_path: Path) -> None:
         confirm_good(history, history.base_sha, lambda sha, d: Skip("busy"))
     with pytest.raises(KernelseekError, match="is bad when judged"):
         confirm_good(history, history.base_sha, lambda sha, d: False)
+
+
+def test_eval_bisect_exit_says_why_it_skips(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernelseek_tui.cli import main
+    from kernelseek_tui.evaluate import api
+
+    errored = make_result(None, verdict="error")
+    errored.reasons = [NO_CUPY]
+    monkeypatch.setattr(api, "evaluate", lambda *a, **k: errored)
+    code = main(["eval", str(ROOT / "kernels" / "flash_fwd"), "--bisect-exit", "--json"])
+    assert code == BISECT_SKIP
+    assert f"telling bisect to skip: the harness could not judge it: {NO_CUPY}" in (
+        capsys.readouterr().err
+    )

@@ -160,9 +160,12 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(format_summary(result))
     if args.bisect_exit:
-        from kernelseek_tui.history import bisect_exit_code
+        from kernelseek_tui.history import bisect_judgement
 
-        return bisect_exit_code(
+        code, reason = bisect_judgement(
             result, scenario=args.scenario, metric=args.metric, threshold=args.threshold
         )
+        if reason:
+            print(f"kernelseek eval: telling bisect to skip: {reason}", file=sys.stderr)
+        return code
     return {"pass": 0, "fail": 1, "error": 2}[result.verdict]
