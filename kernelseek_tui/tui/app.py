@@ -476,7 +476,21 @@ class KernelseekApp(App[None]):
     def _disarm_stop(self) -> None:
         self._stop_armed = False
 
+    async def action_quit(self) -> None:
+        # A query running in a worker thread would keep the process alive after the screen
+        # has gone blank: stop it before leaving.
+        self._stop_queries("the app quit")
+        self.exit()
+
+    def _stop_queries(self, why: str) -> None:
+        from kernelseek_tui.tui.screens.query import QueryScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, QueryScreen):
+                screen.stop_query(why)
+
     def on_unmount(self) -> None:
+        self._stop_queries("the app quit")
         if self.follower is not None:
             self.follower.stop()
 
