@@ -155,6 +155,7 @@ class KernelseekApp(App[None]):
         index = TranscriptIndex(data.table)
         timeline = Timeline.from_events(data.table)
         self.call_from_thread(self._loaded, data, index, timeline)
+        index.prepare_search()  # here, so the first `/` does not wait for every line to render
 
     def _loaded(self, data: SessionData, index: TranscriptIndex, timeline: Timeline) -> None:
         self.data = data
