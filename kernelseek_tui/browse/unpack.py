@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.paths import SessionPaths
+from kernelseek_tui.paths import DEMO_DIR, SessionPaths
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "traces" / "demo"
 NOTES_REF = "refs/notes/kernelseek"
 # Files of a live session that mean nothing in a copy (a lock of a writer long gone).
 _SKIPPED = {"writer.lock", "attached", "launch.json"}

@@ -55,14 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import tempfile
 
+    from kernelseek_tui.commands.common import read_traces_root
     from kernelseek_tui.history import check_criteria
-    from kernelseek_tui.paths import traces_root
     from kernelseek_tui.session.meta import find_session
 
     check_criteria(scenario=args.scenario, metric=args.metric, threshold=args.threshold)
     if args.gpus is not None and args.device is not None:
         raise KernelseekError("give --gpus or --device, not both")
-    session_dir = find_session(traces_root(args.traces), args.session)
+    session_dir = find_session(read_traces_root(args.traces), args.session)
     # The scratch holds what a recorded session lacks here (its repository from the bundle,
     # its task from the start commit) for as long as candidates are judged.
     with tempfile.TemporaryDirectory(prefix="kernelseek-bisect-session-") as scratch:

@@ -86,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelseek_tui.paths import traces_root
+    from kernelseek_tui.commands.common import read_traces_root
     from kernelseek_tui.trace.logs import warnings_to_stderr
     from kernelseek_tui.trace.queries import CANNED
     from kernelseek_tui.trace.stopping import run_stoppable
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout < 0:
         raise KernelseekError("--timeout must be zero (never) or more")
     with warnings_to_stderr("kernelseek query"):
-        store = TraceStore(traces_root(args.traces), live=not args.no_live)
+        store = TraceStore(read_traces_root(args.traces), live=not args.no_live)
         if args.canned:
             params = _parse_params(args, CANNED)
 
