@@ -4,10 +4,7 @@ with candidates that cannot be judged, and with a rule the good revision itself 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,6 @@ from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import (
     BISECT_SKIP,
-    SessionHistory,
     Skip,
     bisect_candidates,
     bisect_judgement,
@@ -26,6 +22,7 @@ from kernelseek_tui.history import (
 )
 from kernelseek_tui.session.engine import Engine
 from kernelseek_tui.task import Task
+from tests.test_session_cli import kernelseek
 from tests.test_session_support import (
     ROOT,
     ScriptedAgent,
@@ -66,26 +63,11 @@ def failing_evaluator(task: Task, **options: Any) -> Any:
     return lambda source, sets, *, knobs=None: make_result(None, verdict="fail", failed=1)
 
 
-@pytest.fixture()
-def env() -> dict[str, str]:
-    values = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    values["PYTHONPATH"] = str(ROOT)
-    return values
-
-
-def kernelseek(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelseek_tui", *args],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-
-
-def recorded_session(tmp_path: Path, speeds: tuple[float, ...]) -> list[str]:
-    """A session with one candidate per speed, recorded (trace + bundle) under
-    ``tmp_path/recorded`` and its repository deleted, as on a machine it was copied to."""
+def session_with_speeds(tmp_path: Path, session_id: str, speeds: tuple[float, ...]) -> Engine:
+    """A finished session in ``tmp_path/user`` with one candidate per speed (in order)."""
     task = make_task_repo(tmp_path / "user")
     engine = Engine.start(
-        session_config(task, tmp_path / "tr", "bis"),
+        session_config(task, tmp_path / "tr", session_id),
         evaluator=source_evaluator(None),  # type: ignore[arg-type]
     )
     original = (engine.workspace / "baseline.cu").read_text()
@@ -95,6 +77,13 @@ def recorded_session(tmp_path: Path, speeds: tuple[float, ...]) -> list[str]:
         steps += [("tool", "write_file", {"path": "baseline.cu", "content": text})]
         steps += [("tool", "evaluate", {})]
     engine.run(ScriptedAgent(steps))
+    return engine
+
+
+def recorded_session(tmp_path: Path, speeds: tuple[float, ...]) -> list[str]:
+    """A session with one candidate per speed, recorded (trace + bundle) under
+    ``tmp_path/recorded`` and its repository deleted, as on a machine it was copied to."""
+    engine = session_with_speeds(tmp_path, "bis", speeds)
     shas = [c.sha for c in reversed(engine.history.candidates())]
     pack_session(engine.session_dir, tmp_path / "recorded")
     shutil.rmtree(tmp_path / "user")
@@ -212,24 +201,7 @@ def test_the_judgement_names_why_a_skip_is_one() -> None:
 
 
 def test_library_bisect_steps_carry_the_skip_reason(tmp_path: Path) -> None:
-    task = make_task_repo(tmp_path / "user")
-    engine = Engine.start(
-        session_config(task, tmp_path / "tr", "lib"),
-        evaluator=source_evaluator(None),  # type: ignore[arg-type]
-    )
-    original = (engine.workspace / "baseline.cu").read_text()
-    steps: list[tuple[Any, ...]] = []
-    for speed in (1.1, 1.2, 1.3):
-        steps += [
-            (
-                "tool",
-                "write_file",
-                {"path": "baseline.cu", "content": original + f"// speed {speed}\n"},
-            )
-        ]
-        steps += [("tool", "evaluate", {})]
-    engine.run(ScriptedAgent(steps))
-    history = SessionHistory.open(task, "lib")
+    history = session_with_speeds(tmp_path, "lib", (1.1, 1.2, 1.3)).history
     outcome = bisect_candidates(history, history.base_sha, "HEAD", lambda sha, d: Skip("busy"))
     assert {(s.verdict, s.reason) for s in outcome.steps} == {("skip", "busy")}
     with pytest.raises(KernelseekError, match="could not be judged: busy"):

@@ -6,15 +6,13 @@ it means the same on a laptop and on a GPU box.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kernelseek_tui.evaluate import readiness
 from kernelseek_tui.session.engine import Engine
+from tests.test_session_cli import kernelseek
 from tests.test_session_support import (
     ROOT,
     ScriptedAgent,
@@ -28,26 +26,8 @@ STUB = "tests.test_session_support:counting_evaluator"
 
 
 @pytest.fixture()
-def no_gpu_env(tmp_path: Path) -> dict[str, str]:
-    values = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    values.update(
-        PYTHONPATH=str(ROOT),
-        CUDA_VISIBLE_DEVICES="",
-        KS_TEST_COUNTER=str(tmp_path / "count"),
-        KS_TEST_DELAY="0",
-    )
-    return values
-
-
-def kernelseek(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelseek_tui", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def no_gpu_env(env: dict[str, str]) -> dict[str, str]:
+    return {**env, "CUDA_VISIBLE_DEVICES": ""}
 
 
 def assert_nothing_started(repo: Path, traces: Path) -> None:

@@ -3,7 +3,6 @@ own), from a folder with no traces at all, and from a non-editable install."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -12,21 +11,8 @@ from pathlib import Path
 import pytest
 
 from kernelseek_tui.paths import DEMO_DIR
+from tests.test_session_cli import kernelseek
 from tests.test_session_support import ROOT
-
-
-@pytest.fixture()
-def env() -> dict[str, str]:
-    values = {k: v for k, v in os.environ.items() if k not in ("KERNELSEEK_TRACES",)}
-    values["PYTHONPATH"] = str(ROOT)
-    return values
-
-
-def kernelseek(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelseek_tui", *args],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
 
 
 @pytest.fixture()
