@@ -19,6 +19,11 @@ from kernelseek_tui.errors import KernelseekError
 
 TRACES_ENV = "KERNELSEEK_TRACES"
 DEFAULT_TRACES = Path("traces")
+# Files shipped inside the package: in a checkout, links to the top of the source tree (so the
+# recorder writes where git sees it); in an installed wheel, copies (pip install . has no tree).
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
+DEMO_DIR = (SHIPPED_DIR / "demo").resolve()  # the recorded demo sessions (trace + bundle each)
+SHIPPED_REPERTOIRE = (SHIPPED_DIR / "repertoire.toml").resolve()
 
 
 def traces_root(explicit: str | os.PathLike[str] | None = None, *, must_exist: bool = True) -> Path:
@@ -28,6 +33,34 @@ def traces_root(explicit: str | os.PathLike[str] | None = None, *, must_exist: b
     if must_exist and not root.is_dir():
         raise KernelseekError(f"traces root {str(root)!r} does not exist or is not a directory")
     return root
+
+
+def reading_root(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, bool]:
+    """The traces root of a command that only reads, and whether it is the recorded demo.
+
+    As :func:`traces_root`, except that when no root was named (no ``--traces``, no
+    ``$KERNELSEEK_TRACES``) and ``./traces`` holds no session, the demo sessions stand in: the
+    README's examples then answer from a fresh clone (or any folder, once installed) instead of
+    finding nothing, and a user's own sessions replace them as soon as there is one.
+    """
+    if explicit is not None or os.environ.get(TRACES_ENV):
+        return traces_root(explicit), False
+    if has_sessions(DEFAULT_TRACES) or not DEMO_DIR.is_dir():
+        return traces_root(), False
+    return DEMO_DIR, True
+
+
+def has_sessions(root: Path) -> bool:
+    """Whether ``root`` holds at least one session directory (meta, trace or WAL)."""
+    if not root.is_dir():
+        return False
+    for child in root.iterdir():
+        paths = SessionPaths(child)
+        if child.is_dir() and (
+            paths.meta.is_file() or paths.events.is_file() or paths.wal.is_file()
+        ):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)

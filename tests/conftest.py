@@ -1,10 +1,14 @@
-"""Shared test set-up: GPU tests skip where no GPU is visible."""
+"""Shared test set-up: GPU tests skip where no GPU is visible; the `env` of CLI subprocesses."""
 
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @functools.cache
@@ -24,3 +28,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a `kernelseek` subprocess: this checkout importable, no API key, no
+    traces root from the caller's shell, and the counter the stand-in evaluators write to."""
+    values = {
+        k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "KERNELSEEK_TRACES")
+    }
+    values.update(PYTHONPATH=str(ROOT), KS_TEST_COUNTER=str(tmp_path / "count"), KS_TEST_DELAY="0")
+    return values

@@ -370,7 +370,8 @@ def test_stats_ranks_questions_by_their_record(
     monkeypatch.setitem(sys.modules, "kernelseek_tui.trace.store", store)
     good = _write(tmp_path, GOOD, "good.toml")
     traces = tmp_path / "traces"
-    traces.mkdir()
+    (traces / "s1").mkdir(parents=True)
+    (traces / "s1" / "session.json").write_text("{}")  # a root with a session: stats are read
     code = main(["repertoire", "stats", "--file", str(good), "--traces", str(traces)])
     out, err = capsys.readouterr()
     assert code == 0, err

@@ -26,13 +26,6 @@ from tests.test_session_support import (
 STUB = "tests.test_session_support:counting_evaluator"
 
 
-@pytest.fixture()
-def env(tmp_path: Path) -> dict[str, str]:
-    values = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    values.update(PYTHONPATH=str(ROOT), KS_TEST_COUNTER=str(tmp_path / "count"), KS_TEST_DELAY="0")
-    return values
-
-
 def kernelseek(
     env: dict[str, str], cwd: Path, *args: str, check: bool = False
 ) -> subprocess.CompletedProcess[str]:

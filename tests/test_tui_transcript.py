@@ -583,3 +583,40 @@ def test_cursor_moves_stay_fast_at_thirty_thousand_rows(big_table: pa.Table) -> 
         assert view.filter_name == "questions"
 
     drive(index, script, size=(120, 40))
+
+
+def test_search_finds_what_the_lines_show_not_the_stored_json() -> None:
+    base = 1_780_000_000_000_000
+    knobs = {"BLOCK_M": 64, "BLOCK_N": 128}
+    table = events_to_table(
+        [
+            Event("k", 0, "message", ts=base, role="assistant", text="Trying tiles.\nsecond line"),
+            Event(
+                "k", 1, "tool_call", ts=base + 1, tool_name="evaluate", tool_call_id="c1",
+                tool_input=to_json_text({"knobs": knobs}),
+            ),
+            Event(
+                "k", 2, "eval", ts=base + 2, verdict="pass", scenarios_passed=12,
+                scenarios_total=12, speedup=1.345, best_speedup=1.345,
+                attrs=to_json_text({"objective": True, "knobs": knobs}),
+            ),
+        ]
+    )  # fmt: skip
+    index = TranscriptIndex(table)
+    shown = [index.line(i).summary for i in range(len(index))]
+    assert "BLOCK_N=128" in shown[1] and "BLOCK_N=128" in shown[2]
+    assert index.matches("block_n=128") == [1, 2]  # as drawn, in any case
+    assert index.matches('"BLOCK_N": 128') == []  # the stored JSON is not on screen
+    assert index.matches("1.345x") == [2]  # eval rows match what they show
+    assert index.matches("eval") == [1, 2]  # the label ("eval") and the tool name
+    assert index.matches("second line") == []  # only the first line of a message is drawn
+    assert index.matches("Trying tiles") == [0]
+
+
+def test_a_prepared_search_of_thirty_thousand_events_answers_at_once(big_table: pa.Table) -> None:
+    index = TranscriptIndex(big_table)
+    prepare = _timed(index.prepare_search)
+    assert prepare < 5, f"rendering every line took {prepare:.1f} s"
+    elapsed = _timed(lambda: index.matches("syncthreads"))
+    assert elapsed < 0.1, f"a search took {elapsed * 1000:.0f} ms"
+    assert index.matches("syncthreads")

@@ -3,27 +3,25 @@
 ``TranscriptIndex`` keeps only what every row needs at once (``seq``, ``kind``, ``is_error``,
 ``ts``) as Python lists; everything else stays in the Arrow segments and is read per row when a
 line is first drawn (then cached), so a 30k-event session indexes in a few milliseconds and a
-screenful of lines costs a few hundred scalar reads. Search runs vectorised over the Arrow
-columns and remembers the matches of the last query.
+screenful of lines costs a few hundred scalar reads. Search runs over the lines as they are
+drawn (label and summary: what a person sees, e.g. ``BLOCK_N=128`` where the trace stores
+``{"BLOCK_N": 128}``), rendered for every row on the first search and kept; it remembers the
+matches of the last query.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-__all__ = ["FILTERS", "SEARCH_COLUMNS", "TranscriptIndex", "TranscriptLine", "filter_spec"]
-
-# Columns searched by ``search`` (case-insensitive substring).
-SEARCH_COLUMNS: Final = ("text", "tool_input", "question_text", "tool_name")
+__all__ = ["FILTERS", "TranscriptIndex", "TranscriptLine", "filter_spec"]
 
 # The transcript's filters by name: (kinds shown or None for all, errors only).
 FILTERS: Final[dict[str, tuple[frozenset[str] | None, bool]]] = {
@@ -101,6 +99,12 @@ class TranscriptLine:
     style: str
     is_error: bool
 
+    @property
+    def searched(self) -> str:
+        """The text a search looks in: the line as drawn, less its clock (a search for ``12``
+        should find numbers, not every event of the twelfth hour)."""
+        return f"{self.label} {self.summary}"
+
 
 def filter_spec(name: str) -> tuple[frozenset[str] | None, bool]:
     """The ``(kinds, errors_only)`` of a named filter ("all", "questions", "evals", "errors")."""
@@ -123,6 +127,8 @@ class TranscriptIndex:
         self._lines: dict[int, TranscriptLine] = {}
         self._search_query: str | None = None
         self._search_matches: list[int] = []
+        self._searched: list[str] = []  # each row's ``TranscriptLine.searched``, lower-cased
+        self._render_lock = threading.Lock()  # a worker may prepare the search (see above)
         self._call_rows: dict[str, int] | None = None  # tool_call_id -> its result's row
         self.extend(table)
 
@@ -142,9 +148,7 @@ class TranscriptIndex:
         self._is_error.extend(errors.to_pylist())
         self._ts.extend(segment.column("ts").cast(pa.int64()).to_pylist())
         if self._search_query is not None:
-            self._search_matches.extend(
-                start + row for row in _matching_rows(segment, self._search_query)
-            )
+            self._search_matches.extend(self._matching_rows(self._search_query, start))
         if self._call_rows is not None:
             self._index_results(len(self._segments) - 1)
 
@@ -238,9 +242,9 @@ class TranscriptIndex:
         backwards: bool = False,
         rows: Sequence[int] | None = None,
     ) -> int | None:
-        """The first row at or after ``start`` (at or before, ``backwards``) whose text, tool
-        input, question or tool name contains ``query`` (case-insensitive), wrapping around the
-        end. ``rows`` (sorted row indices, e.g. a filter's) limits the rows searched."""
+        """The first row at or after ``start`` (at or before, ``backwards``) whose line, as
+        drawn, contains ``query`` (case-insensitive), wrapping around the end. ``rows``
+        (sorted row indices, e.g. a filter's) limits the rows searched."""
         matches = self.matches(query)
         if rows is not None:
             allowed = set(rows)
@@ -258,11 +262,40 @@ class TranscriptIndex:
         if not query:
             return []
         if query != self._search_query:
-            found: list[int] = []
-            for start, segment in zip(self._starts, self._segments, strict=True):
-                found.extend(start + row for row in _matching_rows(segment, query))
-            self._search_query, self._search_matches = query, found
+            self._search_query, self._search_matches = query, self._matching_rows(query, 0)
         return self._search_matches
+
+    def _matching_rows(self, query: str, start: int) -> list[int]:
+        """Rows from ``start`` on whose drawn line contains ``query`` (case-insensitive)."""
+        self._render_all()
+        needle = query.lower()
+        texts = self._searched
+        return [i for i in range(start, len(texts)) if needle in texts[i]]
+
+    def prepare_search(self) -> None:
+        """Render every line a search looks in now (about a second for 30k events), so the
+        first search is instant; safe to call from a worker thread while the index is shown."""
+        self._render_all()
+
+    def _render_all(self) -> None:
+        """Render every row not rendered yet, a segment at a time (one Arrow conversion each,
+        not one per row)."""
+        with self._render_lock:
+            self._render_missing()
+
+    def _render_missing(self) -> None:
+        done = len(self._searched)
+        for start, segment in zip(self._starts, self._segments, strict=True):
+            if start + segment.num_rows <= done:
+                continue
+            offset = max(0, done - start)
+            for i, values in enumerate(segment.slice(offset).to_pylist(), start + offset):
+                line = self._lines.get(i)
+                if line is None:
+                    values["ts"] = self._ts[i]
+                    line = self._lines[i] = _line_of(values, self._ts[i])
+                self._searched.append(line.searched.lower())
+            done = len(self._searched)
 
     # -- tool results ---------------------------------------------------------------------
 
@@ -281,20 +314,6 @@ class TranscriptIndex:
         for offset, (call_id, kind) in enumerate(zip(ids, kinds, strict=True)):
             if kind == "tool_result" and call_id is not None:
                 self._call_rows[call_id] = start + offset
-
-
-# -- search -------------------------------------------------------------------------------
-
-
-def _matching_rows(segment: pa.Table, query: str) -> list[int]:
-    mask: pa.Array | None = None
-    for name in SEARCH_COLUMNS:
-        hit = pc.match_substring(segment.column(name), query, ignore_case=True).fill_null(False)
-        mask = hit if mask is None else pc.or_(mask, hit)
-    if mask is None:
-        return []
-    flags = mask.to_numpy(zero_copy_only=False)
-    return np.flatnonzero(flags).tolist()
 
 
 # -- one line per event -------------------------------------------------------------------

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.paths import SessionPaths
+from kernelseek_tui.paths import DEMO_DIR, SessionPaths
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "traces" / "demo"
 NOTES_REF = "refs/notes/kernelseek"
 # Files of a live session that mean nothing in a copy (a lock of a writer long gone).
 _SKIPPED = {"writer.lock", "attached", "launch.json"}
@@ -55,7 +54,7 @@ def unpack_recorded(source: Path, dest: Path) -> list[UnpackedSession]:
             shutil.rmtree(session_dir, ignore_errors=True)
             shutil.rmtree(repo, ignore_errors=True)
             _copy_trace(source / session_id, session_dir)
-            _clone_bundle(source / f"{session_id}.bundle", repo)
+            clone_bundle(source / f"{session_id}.bundle", repo)
             _repoint_meta(session_dir, repo)
         unpacked.append(UnpackedSession(session_id, session_dir, repo))
     return unpacked
@@ -87,7 +86,8 @@ def _copy_trace(source: Path, target: Path) -> None:
     shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if n in _SKIPPED])
 
 
-def _clone_bundle(bundle: Path, repo: Path) -> None:
+def clone_bundle(bundle: Path, repo: Path) -> None:
+    """A fresh repository at ``repo`` holding the bundle's branches and notes."""
     repo.mkdir(parents=True, exist_ok=True)
     _git(["init", "--quiet"], repo)
     _git(

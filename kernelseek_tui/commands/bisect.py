@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from kernelseek_tui.commands.common import add_traces_argument
 from kernelseek_tui.errors import KernelseekError
@@ -52,33 +53,53 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from kernelseek_tui.commands.common import read_traces_root
+    from kernelseek_tui.history import check_criteria
+    from kernelseek_tui.session.meta import find_session
+
+    check_criteria(scenario=args.scenario, metric=args.metric, threshold=args.threshold)
+    if args.gpus is not None and args.device is not None:
+        raise KernelseekError("give --gpus or --device, not both")
+    session_dir = find_session(read_traces_root(args.traces), args.session)
+    # The scratch holds what a recorded session lacks here (its repository from the bundle,
+    # its task from the start commit) for as long as candidates are judged.
+    with tempfile.TemporaryDirectory(prefix="kernelseek-bisect-session-") as scratch:
+        return _bisect(args, session_dir, Path(scratch))
+
+
+def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
     from kernelseek_tui.evaluate.result import EvalResult
     from kernelseek_tui.history import (
         BisectProgress,
-        SessionHistory,
         bisect_candidates_parallel,
-        check_criteria,
+        check_range,
+        check_recorded_good,
+        confirm_good,
         predicate_from_evaluator,
     )
-    from kernelseek_tui.paths import traces_root
     from kernelseek_tui.session.evaluator import (
         Evaluator,
         TaskEvaluator,
         load_evaluator_factory,
     )
     from kernelseek_tui.session.knobs import read_knobs
-    from kernelseek_tui.session.meta import find_session, read_meta
+    from kernelseek_tui.session.meta import read_meta
+    from kernelseek_tui.session.recorded import open_history, original_task
     from kernelseek_tui.session.slots import EvalSlots, resolve_gpus
-    from kernelseek_tui.task import load_task
 
-    check_criteria(scenario=args.scenario, metric=args.metric, threshold=args.threshold)
-    if args.gpus is not None and args.device is not None:
-        raise KernelseekError("give --gpus or --device, not both")
-    gpus = resolve_gpus(args.gpus)
-    session_dir = find_session(traces_root(args.traces), args.session)
     meta = read_meta(session_dir)
-    history = SessionHistory.open(Path(meta.repo), meta.session_id)
-    task = load_task(meta.task_dir)
+    history = open_history(session_dir, meta, scratch)
+    good = history.base_sha if args.good == "start" else args.good
+    check_range(history, good, args.bad)
+    check_recorded_good(history, good, metric=args.metric, threshold=args.threshold)
+    if not args.evaluator:
+        from kernelseek_tui.evaluate.readiness import require_gpu_stack
+
+        require_gpu_stack("bisect")
+    gpus = resolve_gpus(args.gpus)
+    task = original_task(meta, history, scratch)
     kernel = task.source.relative_to(task.dir)
     sets = args.sets or meta.objective_sets
     candidates = {c.sha: c for c in history.candidates()}
@@ -111,13 +132,14 @@ def run(args: argparse.Namespace) -> int:
                 f"{c.short_sha} ({p.remaining} left)"
             )
         else:
-            say(f"bisect:   candidate {c.n} is {p.verdict}")
+            why = f" ({p.reason})" if p.reason else ""
+            say(f"bisect:   candidate {c.n} is {p.verdict}{why}")
 
-    good = history.base_sha if args.good == "start" else args.good
     is_good = predicate_from_evaluator(
         judge, scenario=args.scenario, metric=args.metric, threshold=args.threshold
     )
     try:
+        confirm_good(history, good, is_good, say)
         outcome = bisect_candidates_parallel(
             history, good, args.bad, is_good, max(1, len(gpus)), progress
         )
@@ -125,21 +147,7 @@ def run(args: argparse.Namespace) -> int:
         if slots is not None:
             slots.close()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "first_bad": outcome.first_bad.sha if outcome.first_bad else None,
-                    "suspects": [c.sha for c in outcome.suspects],
-                    "last_good": outcome.last_good,
-                    "rounds": outcome.rounds,
-                    "steps": [
-                        {"sha": s.candidate.sha, "verdict": s.verdict, "round": s.round}
-                        for s in outcome.steps
-                    ],
-                },
-                indent=2,
-            )
-        )
+        print(json.dumps(_outcome_json(outcome), indent=2))
     elif outcome.first_bad is not None:
         c = outcome.first_bad
         print(f"first bad candidate: {c.n} {c.sha} {c.subject}")
@@ -149,9 +157,24 @@ def run(args: argparse.Namespace) -> int:
         raise KernelseekError("nothing to bisect between those revisions")
     else:
         print("the first bad candidate is one of these (the others could not be judged):")
+        skipped = {s.candidate.sha: s.reason for s in outcome.steps if s.verdict == "skip"}
         for c in outcome.suspects:
-            print(f"  {c.n} {c.sha} {c.subject}")
+            why = f"  [skipped: {skipped[c.sha] or 'no reason given'}]" if c.sha in skipped else ""
+            print(f"  {c.n} {c.sha} {c.subject}{why}")
     return 0 if outcome.first_bad is not None else 1
+
+
+def _outcome_json(outcome: Any) -> dict[str, Any]:
+    return {
+        "first_bad": outcome.first_bad.sha if outcome.first_bad else None,
+        "suspects": [c.sha for c in outcome.suspects],
+        "last_good": outcome.last_good,
+        "rounds": outcome.rounds,
+        "steps": [
+            {"sha": s.candidate.sha, "verdict": s.verdict, "round": s.round, "reason": s.reason}
+            for s in outcome.steps
+        ],
+    }
 
 
 class _Printer:

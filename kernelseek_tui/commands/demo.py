@@ -23,7 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--session", default=DEFAULT_SESSION, help=f"which one (default {DEFAULT_SESSION})"
     )
     parser.add_argument("--list", action="store_true", help="list the recorded sessions")
-    parser.add_argument("--dir", type=Path, help="unpack here (default: a new temporary dir)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        help="unpack here and keep it (default: a temporary directory, removed on exit)",
+    )
     add_view_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -38,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.session not in names:
         raise KernelseekError(f"no demo session {args.session!r}; there are: {', '.join(names)}")
-    dest = args.dir or Path(tempfile.mkdtemp(prefix="kernelseek-demo-"))
-    root = unpack_demo(dest)
-    print(f"demo sessions unpacked under {dest}")
-    return browse(root / args.session, root, args)
+    if args.dir is not None:  # the user's own directory: kept, to look at or open again
+        root = unpack_demo(args.dir)
+        print(f"demo sessions unpacked under {args.dir}")
+        return browse(root / args.session, root, args)
+    # A copy only for this run (a bisect from the app writes its worktree here too): removed
+    # when the app closes, however it closes.
+    with tempfile.TemporaryDirectory(prefix="kernelseek-demo-") as dest:
+        root = unpack_demo(Path(dest))
+        return browse(root / args.session, root, args)

@@ -83,9 +83,24 @@ def _parse_knobs(pairs: list[str]) -> dict[str, int]:
     return knobs
 
 
+def _advise_install() -> None:
+    """After an evaluation that ran no scenario, what to install if this machine cannot."""
+    from kernelseek_tui.evaluate.readiness import gpu_stack_problems, install_advice
+
+    problems = gpu_stack_problems()
+    if problems:
+        print(f"to evaluate here: {install_advice(problems)}")
+
+
 def run(args: argparse.Namespace) -> int:
     from kernelseek_tui.evaluate.api import evaluate, plan_scenarios
-    from kernelseek_tui.evaluate.display import ProgressBar, format_summary, format_table
+    from kernelseek_tui.evaluate.display import (
+        ProgressBar,
+        format_summary,
+        format_table,
+        format_verdict,
+        ran_nothing,
+    )
     from kernelseek_tui.task import load_task
 
     task = load_task(args.task_dir)
@@ -137,14 +152,20 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
     if args.json:
         print(result.to_json(indent=2))
+    elif ran_nothing(result):
+        print(format_verdict(result))
+        _advise_install()
     else:
         print(format_table(result, only_failures=args.failures))
         print()
         print(format_summary(result))
     if args.bisect_exit:
-        from kernelseek_tui.history import bisect_exit_code
+        from kernelseek_tui.history import bisect_judgement
 
-        return bisect_exit_code(
+        code, reason = bisect_judgement(
             result, scenario=args.scenario, metric=args.metric, threshold=args.threshold
         )
+        if reason:
+            print(f"kernelseek eval: telling bisect to skip: {reason}", file=sys.stderr)
+        return code
     return {"pass": 0, "fail": 1, "error": 2}[result.verdict]

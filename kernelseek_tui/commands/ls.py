@@ -22,10 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelseek_tui.paths import traces_root
+    from kernelseek_tui.commands.common import read_traces_root
     from kernelseek_tui.session.meta import list_sessions
 
-    root = traces_root(args.traces)
+    root = read_traces_root(args.traces)
     sessions = list_sessions(root)
     if args.json:
         for s in sessions:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
@@ -10,6 +11,7 @@ from kernelseek_tui.commands.common import add_traces_argument
 from kernelseek_tui.errors import KernelseekError
 
 FORMATS = ("table", "csv", "json", "parquet")
+DEFAULT_TIMEOUT_S = 600.0  # a runaway cross join, not an honest query over a few sessions
 
 EPILOG = """\
 views:
@@ -71,14 +73,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-live", action="store_true", help="leave out WAL events not yet in Parquet"
     )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"stop a query that runs longer (default {DEFAULT_TIMEOUT_S:g} s; 0: never). "
+        "Ctrl-C stops it at any time",
+    )
     add_traces_argument(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelseek_tui.paths import traces_root
+    from kernelseek_tui.commands.common import read_traces_root
     from kernelseek_tui.trace.logs import warnings_to_stderr
     from kernelseek_tui.trace.queries import CANNED
+    from kernelseek_tui.trace.stopping import run_stoppable
     from kernelseek_tui.trace.store import TraceStore
 
     if args.list:
@@ -90,16 +101,32 @@ def run(args: argparse.Namespace) -> int:
         raise KernelseekError("parquet output is binary: give --output FILE or redirect stdout")
     if args.max_rows < 0:
         raise KernelseekError("--max-rows must be zero or more")
+    if args.timeout < 0:
+        raise KernelseekError("--timeout must be zero (never) or more")
     with warnings_to_stderr("kernelseek query"):
-        store = TraceStore(traces_root(args.traces), live=not args.no_live)
+        store = TraceStore(read_traces_root(args.traces), live=not args.no_live)
         if args.canned:
             params = _parse_params(args, CANNED)
-            reader = store.canned_reader(args.canned, **params)
+
+            def start() -> Any:
+                return store.canned_reader(args.canned, **params)
         else:
             if args.param or args.session:
                 raise KernelseekError("--param and --session go with --canned")
-            reader = store.query_reader(args.sql)
-        _emit(reader, args)
+
+            def start() -> Any:
+                return store.query_reader(args.sql)
+
+        # Rows stream while they are written out, so the whole of it is what Ctrl-C and the
+        # timeout must be able to stop.
+        try:
+            run_stoppable(store, lambda: _emit(start(), args), timeout_s=args.timeout or None)
+        finally:
+            # Shut DuckDB down before the interpreter does: its threads may still be winding
+            # down an interrupted query, and a database torn down under them aborts. A query
+            # that would not stop keeps its connection busy; exiting is all that is left then.
+            with contextlib.suppress(Exception):
+                store.close()
     return 0
 
 

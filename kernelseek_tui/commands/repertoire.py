@@ -29,7 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="validate a repertoire file (FILE:LINE: message per problem; exit 1 if any)",
     )
     check.add_argument(
-        "file", nargs="?", default="repertoire.toml", help="default: ./repertoire.toml"
+        "file",
+        nargs="?",
+        default=None,
+        help="default: $KERNELSEEK_REPERTOIRE, else ./repertoire.toml, else the shipped one",
     )
     check.set_defaults(func=run_check)
 
@@ -91,8 +94,9 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     """Print every problem as FILE:LINE: message; 1 when there are any, else 0."""
-    from kernelseek_tui.repertoire import check_repertoire, load_repertoire
+    from kernelseek_tui.repertoire import check_repertoire, find_repertoire, load_repertoire
 
+    args.file = str(find_repertoire(args.file))
     problems = check_repertoire(args.file)
     for problem in problems:
         print(problem)
@@ -122,7 +126,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     """Each question's record in the traces, best estimated jump rate first."""
-    from kernelseek_tui.paths import traces_root
+    from kernelseek_tui.commands.common import read_traces_root
     from kernelseek_tui.repertoire import (
         expected_jump_rate,
         find_repertoire,
@@ -139,7 +143,7 @@ def run_stats(args: argparse.Namespace) -> int:
             "the trace store is not available (kernelseek_tui.trace.store cannot be imported), "
             "so there are no question statistics yet"
         ) from None
-    root = traces_root(args.traces)
+    root = read_traces_root(args.traces)
     raw = TraceStore(root).question_stats()
     records = {qid: clean_record(record) for qid, record in raw.items()}
     known = {q.id: q for q in repertoire}

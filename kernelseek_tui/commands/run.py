@@ -226,6 +226,9 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         raise KernelseekError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
     if agent == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):
         raise KernelseekError("the claude agent needs $ANTHROPIC_API_KEY (or use --agent tuner)")
+    if args.evaluator is None:
+        _require_evaluations(f"a {agent} session")
+    _say_if_git_init(task.dir)
     root = traces_root(args.traces, must_exist=False)
     root.mkdir(parents=True, exist_ok=True)
     model = settings.get("model")
@@ -254,6 +257,32 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     if args.detach:
         return _detach(config.session_dir, {"mode": "start", "config": config.to_dict()})
     return _run_engine(config=config, session_dir=None, overrides=None, quiet=args.quiet)
+
+
+def _require_evaluations(what: str) -> None:
+    """Refuse a session whose evaluations cannot run here, before its branch, worktree or
+    first model turn exist: otherwise each evaluation ends ``error`` and the session still ends
+    "done". A stand-in ``--evaluator`` (tests, demos) needs no GPU and skips this."""
+    from kernelseek_tui.evaluate.readiness import require_gpu_stack
+
+    require_gpu_stack(what)
+
+
+def _say_if_git_init(task_dir: Path) -> None:
+    """Say so before a session makes a repository of a task directory that is in none.
+
+    We tell rather than refuse: a task outside any repository is a supported start (the
+    session needs commits to branch from), but a new ``.git`` in someone's folder must never
+    appear unannounced.
+    """
+    from kernelseek_tui.history.git import toplevel
+
+    if toplevel(task_dir) is None:
+        print(
+            f"note: {task_dir} is not in a git repository: the session runs `git init` there "
+            f"and commits its files (remove {task_dir / '.git'} afterwards to undo)",
+            file=sys.stderr,
+        )
 
 
 def _gpus(settings: dict[str, Any]) -> list[str] | None:
@@ -290,6 +319,8 @@ def _resume(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     stored = read_meta(session_dir).config
     if stored.get("agent") == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):
         raise KernelseekError("this session's claude agent needs $ANTHROPIC_API_KEY to go on")
+    if not (args.evaluator or stored.get("evaluator")):
+        _require_evaluations(f"session {session_dir.name}")
     overrides: dict[str, Any] = dict(_engine_options(settings))
     budgets = _budgets(settings)
     if budgets:

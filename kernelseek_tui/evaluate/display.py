@@ -83,6 +83,21 @@ def format_table(result: EvalResult, *, only_failures: bool = False) -> str:
     return "\n".join(lines)
 
 
+def ran_nothing(result: EvalResult) -> bool:
+    """No scenario was judged (a failed build, no GPU stack): a table would be all dashes."""
+    return all(s.passed is None for s in result.scenarios)
+
+
+def format_verdict(result: EvalResult) -> str:
+    """The verdict and its reasons only, for an evaluation that ran no scenario."""
+    lines = [
+        f"verdict: {result.verdict}  (no scenario ran of {len(result.scenarios)}, "
+        f"{_fmt(result.duration_s, '.1f')} s)"
+    ]
+    lines.extend(f"reason: {reason}" for reason in result.reasons)
+    return "\n".join(lines)
+
+
 def format_summary(result: EvalResult) -> str:
     s = result.summary
     lines = [

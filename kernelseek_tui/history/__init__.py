@@ -5,6 +5,8 @@ reading the log, diffs, and bisecting for the first bad candidate.
 - :mod:`.message`: the commit message convention and :class:`Candidate`.
 - :mod:`.bisect`: :func:`bisect_candidates` (and its parallel variant) and
   :func:`bisect_exit_code`.
+- :mod:`.good_revision`: :func:`check_recorded_good` and :func:`confirm_good`, refusing a
+  good revision that is not good.
 - :mod:`.git`: the insulated ``git`` subprocess runner.
 """
 
@@ -19,12 +21,16 @@ from kernelseek_tui.history.bisect import (
     BisectOutcome,
     BisectProgress,
     BisectStep,
+    Skip,
     bisect_candidates,
     bisect_candidates_parallel,
     bisect_exit_code,
+    bisect_judgement,
     check_criteria,
+    check_range,
     predicate_from_evaluator,
 )
+from kernelseek_tui.history.good_revision import check_recorded_good, confirm_good
 from kernelseek_tui.history.message import Candidate
 from kernelseek_tui.history.session import (
     NOTES_REF,
@@ -45,11 +51,16 @@ __all__ = [
     "BisectStep",
     "Candidate",
     "SessionHistory",
+    "Skip",
     "UnverifiedCandidateError",
     "bisect_candidates",
     "bisect_candidates_parallel",
     "bisect_exit_code",
+    "bisect_judgement",
     "check_criteria",
+    "check_range",
+    "check_recorded_good",
     "check_session_id",
+    "confirm_good",
     "predicate_from_evaluator",
 ]

@@ -38,7 +38,17 @@ METRICS: dict[str, Callable[[EvalSummary], float | None]] = {
 }
 
 Verdict = Literal["good", "bad", "skip"]
-IsGood = Callable[[str, Path], bool | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """An ``is_good`` answer: this candidate could not be judged, and why (None says the same
+    without a reason)."""
+
+    reason: str
+
+
+IsGood = Callable[[str, Path], bool | Skip | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +61,7 @@ class BisectProgress:
     steps_left: int  # roughly how many tests follow this one
     verdict: Verdict | None
     round: int | None = None  # a parallel bisect: the round of tests run at once (from 1)
+    reason: str | None = None  # why a skip is a skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +71,7 @@ class BisectStep:
     candidate: Candidate
     verdict: Verdict
     round: int | None = None  # a parallel bisect: the round it was tested in (from 1)
+    reason: str | None = None  # why a skip is a skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +125,20 @@ def bisect_exit_code(
     metric: str | None = None,
     threshold: float | None = None,
 ) -> int:
-    """Map an evaluation to ``git bisect run``'s codes: 0 good, 1 bad, 125 skip.
+    """Map an evaluation to ``git bisect run``'s codes: 0 good, 1 bad, 125 skip (see
+    :func:`bisect_judgement`, which also says why a skip is one)."""
+    return bisect_judgement(result, scenario=scenario, metric=metric, threshold=threshold)[0]
+
+
+def bisect_judgement(
+    result: EvalResult,
+    *,
+    scenario: str | None = None,
+    metric: str | None = None,
+    threshold: float | None = None,
+) -> tuple[int, str | None]:
+    """An evaluation as ``git bisect run``'s code (0 good, 1 bad, 125 skip) and, for a skip,
+    the reason in words.
 
     - verdict ``error`` (the harness could not judge): skip;
     - ``scenario``: good when it passed, bad when it failed, skip when it did not run;
@@ -123,26 +148,28 @@ def bisect_exit_code(
     Raises :class:`KernelseekError` for unusable criteria or a scenario the evaluation lacks.
     """
     check_criteria(scenario=scenario, metric=metric, threshold=threshold)
+    first_reason = result.reasons[0] if result.reasons else "no reason given"
     if result.verdict == "error":
-        return BISECT_SKIP
+        return BISECT_SKIP, f"the harness could not judge it: {first_reason}"
     if scenario is not None:
         if not result.scenarios:
-            return BISECT_SKIP  # judged before any scenario ran (a build failure)
+            # Judged before any scenario ran (a build failure).
+            return BISECT_SKIP, f"no scenario ran: {first_reason}"
         match = next((s for s in result.scenarios if s.name == scenario), None)
         if match is None:
             names = ", ".join(s.name for s in result.scenarios[:5])
             raise KernelseekError(f"scenario {scenario!r} is not in this evaluation ({names}, …)")
         if match.passed is None:
-            return BISECT_SKIP
-        return BISECT_GOOD if match.passed else BISECT_BAD
+            return BISECT_SKIP, f"scenario {scenario} did not run: {first_reason}"
+        return (BISECT_GOOD if match.passed else BISECT_BAD), None
     if result.verdict != "pass":
-        return BISECT_BAD
+        return BISECT_BAD, None
     if metric is not None and threshold is not None:
         value = METRICS[metric](result.summary)
         if value is None or not math.isfinite(value):
-            return BISECT_SKIP
-        return BISECT_GOOD if value >= threshold else BISECT_BAD
-    return BISECT_GOOD
+            return BISECT_SKIP, f"no {metric} was measured (nothing timed, or no peer)"
+        return (BISECT_GOOD if value >= threshold else BISECT_BAD), None
+    return BISECT_GOOD, None
 
 
 def predicate_from_evaluator(
@@ -156,11 +183,11 @@ def predicate_from_evaluator(
     judges it with :func:`bisect_exit_code` (so both ways of bisecting agree)."""
     check_criteria(scenario=scenario, metric=metric, threshold=threshold)
 
-    def is_good(sha: str, task_dir: Path) -> bool | None:
-        code = bisect_exit_code(
+    def is_good(sha: str, task_dir: Path) -> bool | Skip:
+        code, reason = bisect_judgement(
             evaluate(sha, task_dir), scenario=scenario, metric=metric, threshold=threshold
         )
-        return None if code == BISECT_SKIP else code == BISECT_GOOD
+        return Skip(reason or "skipped") if code == BISECT_SKIP else code == BISECT_GOOD
 
     return is_good
 
@@ -192,18 +219,14 @@ def bisect_candidates(
         pick = min(pool, key=lambda i: (abs(i - middle), i))
         candidate = by_sha[chain[pick]]
         report = _reporter(progress, len(steps) + 1, candidate, len(pool) + 1)
-        report(None)
-        with tempfile.TemporaryDirectory(prefix="kernelseek-bisect-") as tmp:
-            answer = is_good(candidate.sha, history.export_task(candidate.sha, Path(tmp)))
-        verdict: Verdict = "skip" if answer is None else "good" if answer else "bad"
+        verdict, reason = _test_one(history, is_good, candidate, report)
         if verdict == "good":
             lo = pick
         elif verdict == "bad":
             hi = pick
         else:
             skipped.add(pick)
-        steps.append(BisectStep(candidate, verdict))
-        report(verdict)
+        steps.append(BisectStep(candidate, verdict, reason=reason))
 
     return _outcome(chain, by_sha, lo, hi, steps)
 
@@ -265,9 +288,10 @@ def bisect_candidates_parallel(
                 )
                 for k, pick in enumerate(picks)
             ]
-            verdicts = [future.result() for future in futures]
-            for pick, verdict in zip(picks, verdicts, strict=True):
-                steps.append(BisectStep(by_sha[chain[pick]], verdict, round_number))
+            judged = [future.result() for future in futures]
+            verdicts = [verdict for verdict, _ in judged]
+            for pick, (verdict, reason) in zip(picks, judged, strict=True):
+                steps.append(BisectStep(by_sha[chain[pick]], verdict, round_number, reason))
                 if verdict == "skip":
                     skipped.add(pick)
             bads = [p for p, v in zip(picks, verdicts, strict=True) if v == "bad"]
@@ -278,6 +302,12 @@ def bisect_candidates_parallel(
                 lo = max(goods)
 
     return _outcome(chain, by_sha, lo, hi, steps)
+
+
+def check_range(history: SessionHistory, good: str, bad: str) -> None:
+    """Raise :class:`KernelseekError` unless ``good`` and ``bad`` make a range to search (before
+    anything is evaluated)."""
+    _search_range(history, good, bad)
 
 
 def _search_range(
@@ -313,14 +343,25 @@ def _test_one(
     history: SessionHistory,
     is_good: IsGood,
     candidate: Candidate,
-    report: Callable[[Verdict | None], None],
-) -> Verdict:
-    report(None)
+    report: Callable[[Verdict | None, str | None], None],
+) -> tuple[Verdict, str | None]:
+    """Judge one candidate in a temporary export of its task directory: its verdict and, for a
+    skip, why."""
+    report(None, None)
     with tempfile.TemporaryDirectory(prefix="kernelseek-bisect-") as tmp:
         answer = is_good(candidate.sha, history.export_task(candidate.sha, Path(tmp)))
-    verdict: Verdict = "skip" if answer is None else "good" if answer else "bad"
-    report(verdict)
-    return verdict
+    verdict, reason = verdict_of(answer)
+    report(verdict, reason)
+    return verdict, reason
+
+
+def verdict_of(answer: bool | Skip | None) -> tuple[Verdict, str | None]:
+    """An ``is_good`` answer as a verdict and the reason of a skip."""
+    if isinstance(answer, Skip):
+        return "skip", answer.reason
+    if answer is None:
+        return "skip", None
+    return ("good" if answer else "bad"), None
 
 
 def _cuts(open_places: list[int], lo: int, hi: int, slots: int) -> list[int]:
@@ -352,14 +393,16 @@ def _reporter(
     remaining: int,
     steps_left: int | None = None,
     round_number: int | None = None,
-) -> Callable[[Verdict | None], None]:
+) -> Callable[[Verdict | None, str | None], None]:
     # Roughly log2 of what is left, after this test: the same estimate `git bisect` prints.
     if steps_left is None:
         steps_left = max(0, math.ceil(math.log2(remaining)) - 1)
     left = steps_left
 
-    def report(verdict: Verdict | None) -> None:
+    def report(verdict: Verdict | None, reason: str | None) -> None:
         if progress is not None:
-            progress(BisectProgress(step, candidate, remaining, left, verdict, round_number))
+            progress(
+                BisectProgress(step, candidate, remaining, left, verdict, round_number, reason)
+            )
 
     return report

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kernelseek_tui.decisions import TRIGGERS
+from kernelseek_tui.paths import SHIPPED_REPERTOIRE
 from kernelseek_tui.repertoire.model import LEVELS, Problem, Question, Repertoire, RepertoireError
 from kernelseek_tui.repertoire.rules import question_problems
 
@@ -57,16 +58,15 @@ class _Layout:
 
 def find_repertoire(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The repertoire to use: ``explicit``, else ``$KERNELSEEK_REPERTOIRE``, else
-    ``./repertoire.toml``, else the one shipped at the top of the source tree."""
+    ``./repertoire.toml``, else the one shipped with the package."""
     if explicit is not None:
         return Path(explicit).expanduser()
     if os.environ.get(REPERTOIRE_ENV):
         return Path(os.environ[REPERTOIRE_ENV]).expanduser()
     if DEFAULT_REPERTOIRE.is_file():
         return DEFAULT_REPERTOIRE
-    shipped = Path(__file__).resolve().parents[2] / DEFAULT_REPERTOIRE
-    if shipped.is_file():
-        return shipped
+    if SHIPPED_REPERTOIRE.is_file():
+        return SHIPPED_REPERTOIRE
     raise RepertoireError(
         f"no repertoire found: pass a file, set ${REPERTOIRE_ENV}, or add ./{DEFAULT_REPERTOIRE}"
     )

@@ -9,6 +9,11 @@ directory). See ``queries`` for the definitions.
 
 Parquet files are validated by reading their footers before they join the view; a bad one is
 skipped with a warning (kept in ``TraceStore.warnings``) and never breaks a query of the others.
+
+The connection only reads, and only under the root: the SQL box (also served to a browser by
+``kernelseek serve``) takes any text, so statements other than SELECT and EXPLAIN are refused,
+DuckDB's file access is limited to the traces root and that configuration is locked. A query
+can be stopped from another thread (``interrupt``): see ``trace.stopping``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("kernelseek_tui.trace")
 
 _BATCH_ROWS = 65_536
+# What the query box may run: statements that read. Everything else (COPY, ATTACH, SET,
+# CREATE, INSTALL, ...) could write files or undo the lock-down, and no view needs it.
+_READING_STATEMENTS = frozenset({"SELECT", "EXPLAIN"})
 
 _SESSIONS_SCHEMA = pa.schema(
     [
@@ -102,6 +110,13 @@ class TraceStore:
             self._con.close()
             self._con = None
 
+    def interrupt(self) -> None:
+        """Stop the query running on the connection now, from any thread (it fails with an
+        interrupt error in its own thread); nothing happens when none runs."""
+        con = self._con
+        if con is not None:
+            con.interrupt()
+
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> pa.Table:
         """Run any SQL over the views and return the whole result as an Arrow table."""
         return self.query_reader(sql, params).read_all()
@@ -115,6 +130,7 @@ class TraceStore:
         for attempt in range(2):
             con = self.connect()
             try:
+                _require_reading(con, sql)
                 relation = con.sql(sql, params=dict(params) if params else None)
                 if relation is None:  # a statement without a result (SET, CREATE VIEW, ...)
                     return pa.RecordBatchReader.from_batches(pa.schema([]), [])
@@ -181,11 +197,14 @@ class TraceStore:
         con = duckdb.connect(":memory:")
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET enable_progress_bar = false")
+        # A Python name in the SQL must not reach the caller's variables (DuckDB's replacement
+        # scans would read any DataFrame in scope); the views use registered tables only.
+        con.execute("SET python_enable_replacements = false")
         tail = conform(pa.concat_tables(tails, promote_options="permissive")) if tails else None
         con.register("_wal_events", tail if tail is not None else EVENT_SCHEMA.empty_table())
         con.register("_session_dirs", sessions)
         if files:
-            listed = ", ".join(_sql_string(str(path)) for path in files)
+            listed = ", ".join(_sql_string(str(path.absolute())) for path in files)
             con.execute(
                 f"CREATE VIEW _parquet_events AS "
                 f"SELECT * FROM read_parquet([{listed}], union_by_name = true)"
@@ -212,6 +231,7 @@ class TraceStore:
             GROUP BY ALL
             """
         )
+        _lock_down(con, self.root)
         return con
 
     def _gather(self) -> tuple[list[Path], list[pa.Table], pa.Table]:
@@ -266,6 +286,31 @@ class TraceStore:
             except PartVanished:
                 continue  # a live writer compacted under us: scan again
         return None
+
+
+def _lock_down(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """From here on the connection reads files under ``root`` only, and cannot be reset."""
+    allowed = str(root.absolute()).rstrip("/") + "/"
+    con.execute("SET allowed_directories = [$dir]", {"dir": allowed})
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def _require_reading(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Raise :class:`QueryError` unless every statement of ``sql`` only reads."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as error:
+        raise QueryError(_one_line(error)) from error
+    for statement in statements:
+        kind = statement.type.name
+        if kind not in _READING_STATEMENTS:
+            raise QueryError(
+                f"the traces are read-only here: {kind} statements are refused "
+                "(SELECT and EXPLAIN only)"
+            )
 
 
 def _status(paths: SessionPaths) -> str | None:

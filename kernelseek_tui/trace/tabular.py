@@ -67,7 +67,9 @@ def format_table(head: Head, *, max_width: int = 40) -> str:
         pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type)
         for f in table.schema
     ]
-    rows = [[_cap(format_cell(v), max_width) for v in row.values()] for row in table.to_pylist()]
+    # By position, not by name: a join's result may name two columns alike (a.seq, b.seq).
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    rows = [[_cap(format_cell(v), max_width) for v in row] for row in zip(*columns, strict=True)]
     headers = [_cap(n, max_width) for n in names]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 

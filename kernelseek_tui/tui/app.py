@@ -97,6 +97,7 @@ class KernelseekApp(App[None]):
         self.timeline: Timeline | None = None
         self.follower: Any = None
         self._predicate_factory = predicate_factory
+        self._scratch: Any = None  # a bisect's temporary directory (see _bisect_factory)
         self._pane = "transcript"
         self._zoomed = False  # one pane over the whole width, whatever the terminal's size
         self._pending_selection: tuple[str, Any] | None = None
@@ -154,6 +155,7 @@ class KernelseekApp(App[None]):
         index = TranscriptIndex(data.table)
         timeline = Timeline.from_events(data.table)
         self.call_from_thread(self._loaded, data, index, timeline)
+        index.prepare_search()  # here, so the first `/` does not wait for every line to render
 
     def _loaded(self, data: SessionData, index: TranscriptIndex, timeline: Timeline) -> None:
         self.data = data
@@ -331,19 +333,25 @@ class KernelseekApp(App[None]):
     def _bisect_factory(self) -> Any:
         if self._predicate_factory is not None:
             return self._predicate_factory
-        from kernelseek_tui.evaluate.pool import visible_devices
+        from kernelseek_tui.evaluate.readiness import gpu_stack_problems
 
-        if not visible_devices():
+        if gpu_stack_problems():
             return None  # the pane says plainly that bisect needs a GPU box
 
         def factory() -> Any:
+            import tempfile
+
             from kernelseek_tui.history import predicate_from_evaluator
             from kernelseek_tui.session.evaluator import TaskEvaluator
             from kernelseek_tui.session.knobs import read_knobs
-            from kernelseek_tui.task import load_task
+            from kernelseek_tui.session.recorded import original_task
 
-            assert self.data is not None and self.data.meta is not None
-            task = load_task(Path(self.data.meta.task_dir))
+            data = self.data
+            assert data is not None and data.meta is not None and data.history is not None
+            # An unpacked recording has no checkout of its task: it comes from the start
+            # commit, into a directory that lives as long as the app.
+            self._scratch = tempfile.TemporaryDirectory(prefix="kernelseek-app-bisect-")
+            task = original_task(data.meta, data.history, Path(self._scratch.name))
             kernel = task.source.relative_to(task.dir)
             evaluator = TaskEvaluator(task)
             sets = self.data.meta.objective_sets
@@ -469,7 +477,21 @@ class KernelseekApp(App[None]):
     def _disarm_stop(self) -> None:
         self._stop_armed = False
 
+    async def action_quit(self) -> None:
+        # A query running in a worker thread would keep the process alive after the screen
+        # has gone blank: stop it before leaving.
+        self._stop_queries("the app quit")
+        self.exit()
+
+    def _stop_queries(self, why: str) -> None:
+        from kernelseek_tui.tui.screens.query import QueryScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, QueryScreen):
+                screen.stop_query(why)
+
     def on_unmount(self) -> None:
+        self._stop_queries("the app quit")
         if self.follower is not None:
             self.follower.stop()
 

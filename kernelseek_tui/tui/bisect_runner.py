@@ -19,11 +19,12 @@ from kernelseek_tui.history import (
     BisectOutcome,
     BisectProgress,
     SessionHistory,
+    Skip,
     bisect_candidates,
 )
 from kernelseek_tui.history.message import Candidate
 
-Predicate = Callable[[str, Path], bool | None]
+Predicate = Callable[[str, Path], bool | Skip | None]
 PredicateFactory = Callable[[], Predicate]
 
 NO_EVALUATOR = (
@@ -62,7 +63,8 @@ def describe_progress(progress: BisectProgress) -> str:
             f"bisect step {progress.step}: testing {what}; "
             f"{progress.remaining} may be the first bad one{more}"
         )
-    return f"bisect step {progress.step}: {what} is {progress.verdict}"
+    why = f" ({progress.reason})" if progress.reason else ""
+    return f"bisect step {progress.step}: {what} is {progress.verdict}{why}"
 
 
 def describe_outcome(outcome: BisectOutcome) -> str:

@@ -2,7 +2,9 @@
 
 The query runs in a thread worker that never touches a widget: it posts ``QueryDone`` or
 ``QueryFailed`` back, tagged with the run it belongs to, so a slow query overtaken by a newer
-one never overwrites the newer one's results.
+one never overwrites the newer one's results. A running query is interrupted when it passes
+``timeout_s``, when the screen is left and when the app quits (``stop_query``): a thread cannot
+be killed, but its DuckDB call can be made to fail at once.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from kernelseek_tui.trace.stopping import QueryDeadline
 from kernelseek_tui.trace.store import CANNED, TraceStore
 from kernelseek_tui.tui.widgets.arrow_table import ArrowTable
 
 MAX_ROWS: Final = 500_000  # more than this is cut (and said so): a table, not an export
+QUERY_TIMEOUT_S: Final = 120.0  # a browsing screen: a query slower than this is a runaway
 CANNED_KEYS: Final[tuple[str, ...]] = ("f5", "f6", "f7", "f8", "f9")
 # The canned queries the keys run, question-jumps first (the question this tool exists for).
 CANNED_ORDER: Final[tuple[str, ...]] = tuple(
@@ -98,6 +102,7 @@ class QueryScreen(Screen[None]):
         traces: Path | TraceStore,
         *,
         max_rows: int = MAX_ROWS,
+        timeout_s: float | None = QUERY_TIMEOUT_S,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -107,6 +112,8 @@ class QueryScreen(Screen[None]):
         self._store: TraceStore | None = traces if isinstance(traces, TraceStore) else None
         self.traces_root = traces.root if isinstance(traces, TraceStore) else Path(traces)
         self.max_rows = max_rows
+        self.timeout_s = timeout_s
+        self._deadline: QueryDeadline | None = None  # the running query's, to stop it
         # DuckDB connections are not for two threads at once; a new query waits for the last.
         self._store_lock = threading.Lock()
         self._run = 0
@@ -130,6 +137,7 @@ class QueryScreen(Screen[None]):
         self.query_one("#query-sql", Input).focus()
 
     def on_unmount(self) -> None:
+        self.stop_query("the query screen was left")
         # Close only a store made here, and never under a query still running in its thread.
         if self._owns_store and self._store is not None and self._store_lock.acquire(False):
             try:
@@ -163,17 +171,33 @@ class QueryScreen(Screen[None]):
         self._set_status(Text(f"running {label} …", style="italic"))
         self._query_worker(self._run, label, sql, canned)
 
+    def stop_query(self, why: str) -> None:
+        """Interrupt the running query, if any (from any thread); it ends as ``QueryFailed``."""
+        deadline = self._deadline
+        if deadline is not None:
+            deadline.stop(why)
+
     @work(thread=True, exclusive=True, group="query", exit_on_error=False)
     def _query_worker(self, run: int, label: str, sql: str | None, canned: str | None) -> None:
         started = time.perf_counter()
+        deadline: QueryDeadline | None = None
         try:
             with self._store_lock:
                 store = self._connected_store()
-                reader = store.canned_reader(canned) if canned else store.query_reader(sql or "")
-                table, truncated = read_capped(reader, self.max_rows)
+                with QueryDeadline(store, self.timeout_s) as deadline:
+                    self._deadline = deadline
+                    try:
+                        reader = (
+                            store.canned_reader(canned) if canned else store.query_reader(sql or "")
+                        )
+                        table, truncated = read_capped(reader, self.max_rows)
+                    finally:
+                        self._deadline = None
         except Exception as error:  # any failure is one line on the screen, never a crash
             elapsed = (time.perf_counter() - started) * 1000
-            self.post_message(self.QueryFailed(run, label, _one_line(error), elapsed))
+            stopped = deadline.stopped if deadline is not None else None
+            why = f"stopped: {stopped}" if stopped else _one_line(error)
+            self.post_message(self.QueryFailed(run, label, why, elapsed))
             return
         elapsed = (time.perf_counter() - started) * 1000
         self.post_message(self.QueryDone(run, label, table, elapsed, truncated))
@@ -221,6 +245,7 @@ class QueryScreen(Screen[None]):
             self.run_canned(CANNED_ORDER[index])
 
     def action_back(self) -> None:
+        self.stop_query("the query screen was left")
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
 
