@@ -10,7 +10,7 @@ import pytest
 
 from kernelseek_tui.session.meta import read_meta
 from kernelseek_tui.task import TaskError, load_task
-from tests.test_session_cli import STUB, env, kernelseek  # noqa: F401 (env is a fixture)
+from tests.test_session_cli import STUB, kernelseek
 from tests.test_session_support import make_task_repo
 
 TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd"
@@ -38,7 +38,7 @@ def test_a_source_must_be_a_file_of_the_task(source: str, message: str) -> None:
         load_task(TASK_DIR, source)
 
 
-def test_a_session_from_another_source_tunes_that_source(tmp_path: Path, env) -> None:  # noqa: F811
+def test_a_session_from_another_source_tunes_that_source(tmp_path: Path, env) -> None:
     task = make_task_repo(tmp_path / "user")
     kernelseek(
         env, tmp_path, "run", str(task), "--source", "sm90.cu", "--set", "quick",
