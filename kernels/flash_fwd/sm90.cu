@@ -509,46 +509,62 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     mbar_wait(q_full, 0);
 
     // Tile 0: S, softmax, P. Then each step j issues S_j and P_{j-1} V_{j-1} together and runs
-    // the softmax of S_j while P V is still on the tensor cores.
-    // A query tile that sees no key (causal, seqlen_q > seqlen_k) skips the loop and its turns.
-    for (int j = 0; n_blocks > 0 && j <= n_blocks; ++j) {
-        const int s = j % STAGES;
-        const int s_prev = (j + STAGES - 1) % STAGES;
-        const bool has_s = j < n_blocks;
-        const bool has_pv = j > 0;
-        if (has_s) mbar_wait(k_full + 8 * s, (j / STAGES) & 1);
-        if (has_pv) mbar_wait(v_full + 8 * s_prev, ((j - 1) / STAGES) & 1);
+    // the softmax of S_j while P V is still on the tensor cores; a last step finishes P V. The
+    // three phases are separate straight-line code: a wgmma under a branch makes ptxas
+    // serialise every wgmma of the kernel (C7520). A query tile that sees no key (causal,
+    // seqlen_q > seqlen_k) runs none of them, nor takes any turn.
+    if (n_blocks > 0) {
+        mbar_wait(k_full, 0);
         wait_turn(wg);
         wgmma_fence();
-        if (has_s) {
-            issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem + s * S::kKVBytes);
-            wgmma_commit();
-        }
-        if (has_pv) {
-            issue_pv<HEADDIM, BN>(o, pa, v_smem + s_prev * S::kKVBytes);
-            wgmma_commit();
-        }
-        if (!(last_consumer && j == n_blocks)) pass_turn<kConsumers>(wg);
-        if (has_s) {
-            if (has_pv) asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-            else wgmma_wait_all();
-            fence_registers<BN / 2>(sc);
-            __syncwarp();
-            if (lane == 0) mbar_arrive(k_empty + 8 * s);
-            if (j >= first_masked)
-                mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
-            softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
-        }
-        if (has_pv) {
-            wgmma_wait_all();
-            fence_registers<HEADDIM / 2>(o);
-            __syncwarp();
-            if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
-        }
-        if (has_s) {
-            rescale<HEADDIM>(o, alpha);
-            to_operand<BN>(sc, pa);
-        }
+        issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem);
+        wgmma_commit();
+        pass_turn<kConsumers>(wg);  // never the last turn: the P V step follows
+        wgmma_wait_all();
+        fence_registers<BN / 2>(sc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(k_empty);
+        if (0 >= first_masked) mask_tile<BN>(sc, 0, row0, c, p.seqlen_k, p.causal, diag);
+        softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+        to_operand<BN>(sc, pa);
+    }
+    for (int j = 1; j < n_blocks; ++j) {
+        const int s = j % STAGES;
+        const int s_prev = (j - 1) % STAGES;
+        mbar_wait(k_full + 8 * s, (j / STAGES) & 1);
+        mbar_wait(v_full + 8 * s_prev, ((j - 1) / STAGES) & 1);
+        wait_turn(wg);
+        wgmma_fence();
+        issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem + s * S::kKVBytes);
+        wgmma_commit();
+        issue_pv<HEADDIM, BN>(o, pa, v_smem + s_prev * S::kKVBytes);
+        wgmma_commit();
+        pass_turn<kConsumers>(wg);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // S_j is done
+        fence_registers<BN / 2>(sc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(k_empty + 8 * s);
+        if (j >= first_masked) mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
+        softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+        wgmma_wait_all();  // P_{j-1} V_{j-1} is done: O and P may be touched again
+        fence_registers<HEADDIM / 2>(o);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
+        rescale<HEADDIM>(o, alpha);
+        to_operand<BN>(sc, pa);
+    }
+    if (n_blocks > 0) {
+        const int s_last = (n_blocks - 1) % STAGES;
+        mbar_wait(v_full + 8 * s_last, ((n_blocks - 1) / STAGES) & 1);
+        wait_turn(wg);
+        wgmma_fence();
+        issue_pv<HEADDIM, BN>(o, pa, v_smem + s_last * S::kKVBytes);
+        wgmma_commit();
+        if (!last_consumer) pass_turn<kConsumers>(wg);
+        wgmma_wait_all();
+        fence_registers<HEADDIM / 2>(o);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(v_empty + 8 * s_last);
     }
 
     // Epilogue: normalise, stage O as bf16 in this warpgroup's Q rows (same swizzle), TMA store.
