@@ -1,0 +1,45 @@
+"""What ptxas says about the Hopper kernel, on the CPU: no spills, no stack, and no wgmma
+serialised (C7520 and its kin: a wgmma under a branch made every wgmma wait for the last, and
+cost 25% on the H200 before anyone read the line)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.evaluate.build import BASE_FLAGS
+from kernelseek_tui.task import load_task
+
+TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd"
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
+    task = load_task(TASK_DIR, "sm90.cu")
+    flags = [f for f in BASE_FLAGS if f != "-shared"] + list(task.nvcc_flags)
+    flags += [f"-D{name}={value}" for name, value in defines.items()]
+    result = subprocess.run(
+        ["nvcc", *flags, "-Xptxas", "-v", "-c", str(task.source), "-o", str(tmp_path / "k.o")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "defines",
+    [{}, {"SM90_D128_BLOCK_N": 176, "SM90_D256_BLOCK_N": 80}, {"SM90_PINGPONG": 0}],
+    ids=["defaults", "wide-tiles", "no-turns"],
+)
+def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:
+    report = ptxas_report(tmp_path, defines)
+    assert "Compiling entry function" in report
+    assert not re.search(r"C75\d\d|serialized|Performance Loss", report), report
+    for frame in re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores", report):
+        assert frame == ("0", "0"), report
