@@ -417,3 +417,36 @@ async def test_a_big_diff_scrolls_virtually() -> None:
         await pilot.pause()
         assert view.scroll_offset.y == 0
         assert view.render_line(0).text.rstrip() == lines[0]
+
+
+@pytest.mark.parametrize("width", [24, 36, 52, 70])
+async def test_a_narrow_pane_shows_each_number_whole_or_not_at_all(
+    session: RealSession, width: int
+) -> None:
+    # A column cut at the pane's edge showed "1" for 1.25x and "4" for a sha; every word the
+    # pane draws must be a whole value of its row, or end in an ellipsis.
+    app = HistoryApp(session)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.query_one(CandidateTable)
+        timeline = Timeline.from_events(session.table)
+        for position, candidate in enumerate(session.candidates):
+            asked = timeline.question_before(candidate.seq)
+            whole = {
+                str(candidate.n),
+                str(candidate.seq),
+                f"{candidate.speedup:.2f}x",
+                "0.50",
+                f"{candidate.passed}/{candidate.total}",
+                candidate.short_sha,
+                *(asked.text.split() if asked is not None else []),
+            }
+            drawn = table.render_line(position + 1).text.split()
+            assert drawn, f"row {position} is empty at width {width}"
+            assert all(word in whole or word.endswith("…") for word in drawn), (width, drawn)
+        shown = [str(column.label) for column in table.columns.values()]
+        assert {MARK, "n", "speedup"} <= set(shown)  # the most telling columns stay
+        assert (width >= 36) == ("sha" in shown)
+        label = str(app.query_one(SpeedupPlot).render()).splitlines()[0]
+        assert label.endswith("(?)") or label.endswith("…"), label  # never "over 1" for 15

@@ -583,3 +583,24 @@ def test_cursor_moves_stay_fast_at_thirty_thousand_rows(big_table: pa.Table) -> 
         assert view.filter_name == "questions"
 
     drive(index, script, size=(120, 40))
+
+
+@pytest.mark.parametrize("width", [34, 40, 52])
+def test_a_narrow_pane_cuts_lines_by_words_with_an_ellipsis(width: int) -> None:
+    # Cut at the edge, "BLOCK_M=128" read "BLOCK_M=1" and a speedup of 1.234x read "1".
+    index = TranscriptIndex(hand_events())
+
+    async def script(app: TranscriptApp, view: TranscriptView, pilot: Any) -> None:
+        drawn = screen_text(view)
+        for row in range(len(index)):
+            line = index.line(row)
+            text = drawn[row].rstrip()
+            assert text.startswith(("▶", " ")) and line.clock in text
+            summary = text.split(line.clock, 1)[1][1 + 8 :].split()  # after clock and label
+            whole = line.summary.split()
+            assert all(word in whole or word.endswith("…") for word in summary), (width, text)
+            if summary != whole:
+                assert summary and summary[-1].endswith("…"), (width, text)
+        assert "BLOCK_M=1" not in " ".join(drawn).split()
+
+    drive(index, script, size=(width, 20))

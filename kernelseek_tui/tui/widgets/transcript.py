@@ -12,6 +12,7 @@ from bisect import bisect_right
 from typing import ClassVar
 
 import pyarrow as pa
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -20,6 +21,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kernelseek_tui.browse.columns import clip
 from kernelseek_tui.browse.transcript import FILTERS, TranscriptIndex, filter_spec
 from kernelseek_tui.tui.messages import EventSelected
 from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
@@ -305,13 +307,15 @@ class TranscriptView(ScrollView, can_focus=True):
         base = Style.parse(line.style) if line.style else Style()
         on_cursor = position == self._cursor
         label = line.label.ljust(_LABEL_WIDTH)
+        # Cut by words with an ellipsis: a number cut to its first digits would read as real.
+        room = width - 3 - cell_len(line.clock) - cell_len(label)
         segments = [
             Segment("▶" if on_cursor else " ", base),
             Segment(line.clock, _CLOCK_STYLE + base if not line.style else base),
             Segment(" ", base),
             Segment(label, base + Style(bold=True)),
             Segment(" ", base),
-            Segment(line.summary, base),
+            Segment(clip(line.summary, room), base),
         ]
         strip = Strip(segments).adjust_cell_length(width, base)
         if on_cursor:
