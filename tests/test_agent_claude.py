@@ -276,18 +276,29 @@ def test_verified_candidates_are_commits_with_the_last_question(session: dict[st
     engine, events = session["engine"], session["events"]
     questions = [e.question_text for e in events if e.kind == "question"]
     candidates = list(reversed(engine.history.candidates()))
-    assert [c.speedup for c in candidates] == [1.0, 1.3, 1.29, 1.3, 1.28, 1.3, 1.6, 1.61]
-    assert [c.question for c in candidates] == [None] * 5 + [
-        questions[1],
-        questions[1],
-        questions[3],
+    # The script evaluates the starting kernel, then three edits, and some of them again
+    # unchanged: each edit that passed is a candidate, every other verified evaluation is
+    # attached to the commit holding its code (the start commit for the starting kernel).
+    assert [(c.speedup, c.new_best) for c in candidates] == [
+        (1.3, True),
+        (1.29, False),
+        (1.6, True),
     ]
+    assert [c.question for c in candidates] == [None, None, questions[1]]
     commits = [e for e in events if e.kind == "commit"]
-    assert [e.git_sha for e in commits] == [c.sha for c in candidates]
+    holders = [engine.history.base_sha, *(candidates[i].sha for i in (0, 1, 1, 1, 1, 2, 2))]
+    assert [e.git_sha for e in commits] == holders
+    assert [json.loads(e.attrs)["attached"] for e in commits] == [
+        True, False, False, True, True, True, False, True,
+    ]  # fmt: skip
     evals = {e.seq: e for e in events if e.kind == "eval"}
-    for commit, candidate in zip(commits, candidates, strict=True):
+    made = [c for c in commits if not json.loads(c.attrs)["attached"]]
+    for commit, candidate in zip(made, candidates, strict=True):
         assert candidate.seq == json.loads(commit.attrs)["eval_seq"]
         assert evals[candidate.seq].verdict == "pass"
+    assert engine.history.find_commit_for_seq(json.loads(commits[-1].attrs)["eval_seq"]) == (
+        candidates[-1].sha
+    )
     failed = [e for e in evals.values() if e.verdict == "fail"]
     assert len(failed) == 1 and "failures (first 2 of 2)" in failed[0].text
     kernel = subprocess.run(
@@ -336,7 +347,7 @@ def test_the_shell_gets_no_keys_and_the_key_is_written_nowhere(session: dict[str
         capture_output=True,
         check=True,
     ).stdout
-    assert needle not in history and b"candidate 8" in history
+    assert needle not in history and b"candidate 3" in history
 
 
 def test_the_system_prompt_names_no_technique(session: dict[str, Any]) -> None:

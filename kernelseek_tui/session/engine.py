@@ -183,7 +183,6 @@ class Engine(JudgingMixin, AskingMixin):
     def run(self, agent: Agent) -> SessionOutcome:
         """Run ``agent`` until it is done or the session must end; record how it ended."""
         self._decisions_enabled = bool(getattr(agent, "raises_decisions", True))
-        self._commit_policy = getattr(agent, "commit_policy", "verified")
         self._run_clock = time.monotonic()
         self.meta.pid = os.getpid()
         self.meta.pid_start = process_start_ticks(os.getpid())

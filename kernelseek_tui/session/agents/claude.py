@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.session.agents.base import AgentContext, CommitPolicy, SessionStop
+from kernelseek_tui.session.agents.base import AgentContext, SessionStop
 from kernelseek_tui.session.agents.claude_api import (
     RetryPolicy,
     block_to_param,
@@ -50,7 +50,6 @@ class ClaudeAgent:
     """
 
     name: str = "claude"
-    commit_policy: CommitPolicy = "verified"
     raises_decisions: bool = True
 
     def __init__(

@@ -36,24 +36,27 @@ from kernelseek_tui.tui.widgets.fitted_table import fill_fitted
 from kernelseek_tui.tui.widgets.speedup_plot import SpeedupPlot
 
 MARK = "●"
+NEW_BEST = "★"
 QUESTION_WIDTH = 36
 # What a narrow pane keeps, by priority: which candidate, how fast, which commit; the question
 # (free text) is shortened with an ellipsis before anything else goes.
 _COLUMNS = (
     Column("mark", 0),
     Column("n", 1),
-    Column("seq", 6),
+    Column("seq", 7),
     Column("speedup", 2),
-    Column("vs_fa3", 4),
-    Column("passed", 5),
-    Column("sha", 3),
-    Column("question", 7, flexible=True, min_width=12),
+    Column("best", 3),
+    Column("vs_fa3", 5),
+    Column("passed", 6),
+    Column("sha", 4),
+    Column("question", 8, flexible=True, min_width=12),
 )
 _HEADERS = {
     "mark": Text(MARK),
     "n": Text("n"),
     "seq": Text("seq"),
     "speedup": Text("speedup"),
+    "best": Text("best"),
     "vs_fa3": Text("vs FA3"),
     "passed": Text("passed"),
     "sha": Text("sha"),
@@ -89,7 +92,8 @@ class CandidateTable(DataTable[Text]):
 class HistoryPane(Widget, can_focus=True):
     """Candidates newest first (plus the start commit last), the sparkline above them.
 
-    Columns: mark, n, seq, speedup, vs FA3, passed/total, short sha, the question before it.
+    Columns: mark, n, seq, speedup, new best (★), vs FA3, passed/total, short sha, the question
+    before it.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -245,7 +249,11 @@ class HistoryPane(Widget, can_focus=True):
         if self._loading:
             self._loading = False
             count = len(rows) - 1
-            self._status.say(f"{count} candidate{'s' if count != 1 else ''}", "dim")
+            bests = sum(1 for row in rows if row.candidate and row.candidate.new_best)
+            status = f"{count} candidate{'s' if count != 1 else ''}"
+            if bests:
+                status += f", {bests} new best{'s' if bests != 1 else ''} ({NEW_BEST})"
+            self._status.say(status, "dim")
         pending, self._pending = self._pending, None
         if pending is not None and pending[0] == "sha":
             self.select_sha(str(pending[1]))
@@ -259,7 +267,11 @@ class HistoryPane(Widget, can_focus=True):
     def _fit_table(self) -> None:
         """Fill the table with the columns that fit the pane (cursor kept by the caller)."""
         rows = [(row.sha, self._cells(row)) for row in self._rows]
-        fill_fitted(self._table, _COLUMNS, _HEADERS, rows, self.size.width)
+        columns = _COLUMNS
+        if not any(row.candidate and row.candidate.new_best is not None for row in self._rows):
+            # Commits made before the New-Best trailer: an empty column would say "none".
+            columns = tuple(column for column in _COLUMNS if column.key != "best")
+        fill_fitted(self._table, columns, _HEADERS, rows, self.size.width)
 
     def on_resize(self) -> None:
         if self._rows:
@@ -273,7 +285,7 @@ class HistoryPane(Widget, can_focus=True):
         mark = Text(MARK if row.sha in self._marks else "", style="bold yellow")
         if c is None:
             return {"mark": mark, "n": Text("0"), "seq": Text(""),
-                    "speedup": Text("start", style="dim"), "vs_fa3": Text(""),
+                    "speedup": Text("start", style="dim"), "best": Text(""), "vs_fa3": Text(""),
                     "passed": Text(""), "sha": Text(row.sha[:10], style="dim"),
                     "question": Text("")}  # fmt: skip
         question = c.question
@@ -285,6 +297,7 @@ class HistoryPane(Widget, can_focus=True):
             "n": Text(str(c.n)),
             "seq": Text(str(c.seq)),
             "speedup": Text(f"{c.speedup:.2f}x" if c.speedup is not None else "-", style="green"),
+            "best": Text(NEW_BEST if c.new_best else "", style="bold yellow"),
             "vs_fa3": Text(f"{c.vs_fa3:.2f}" if c.vs_fa3 is not None else "-"),
             "passed": Text(f"{c.passed}/{c.total}", style="" if c.passed == c.total else "red"),
             "sha": Text(c.short_sha, style="cyan"),
