@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.errors import KernelseekError, one_line
 from kernelseek_tui.session.agents.base import AgentContext, SessionStop
 from kernelseek_tui.session.agents.claude_api import (
     RetryPolicy,
@@ -86,6 +86,7 @@ class ClaudeAgent:
         self._sleep = sleep
         self._rng = random.Random(seed)
         self._last_prompt_tokens = 0
+        self._answered = False  # has the API answered once in this run?
 
     # -- the client -----------------------------------------------------------------------
 
@@ -267,6 +268,7 @@ class ClaudeAgent:
             started = time.monotonic()
             try:
                 message = stream_message(self.client(), self._request(conversation, system, tools))
+                self._answered = True
                 return message, attempt, (time.monotonic() - started) * 1000
             except Exception as error:
                 failure = classify(error)
@@ -281,6 +283,21 @@ class ClaudeAgent:
                     ctx.record("error", flush=True, turn=turn, text=failure.message, attrs=attrs)
                     self._compact(ctx, conversation, turn, force=True)
                     continue
+                if failure.connect and not self._answered:
+                    reason = f"cannot reach the Anthropic API: {one_line(error)}"
+                    ctx.record(
+                        "error",
+                        flush=True,
+                        role="harness",
+                        source="harness",
+                        turn=turn,
+                        text=f"{reason} (not retried: no call has got through in this run)",
+                        attrs={**attrs, "final": True},
+                    )
+                    raise KernelseekError(
+                        f"{reason}; check the network, a proxy (HTTPS_PROXY) or "
+                        "ANTHROPIC_BASE_URL"
+                    ) from None
                 if not failure.retryable or attempt >= self.retry.attempts:
                     ctx.record(
                         "error",
