@@ -23,8 +23,6 @@ from kernelseek_tui.task import Task
 from kernelseek_tui.trace.schema import Event
 
 EVALS_DIR = "evals"  # full evaluation results, one JSON file per eval event
-# A new best must beat the best so far by this fraction (see ``is_new_best``).
-NEW_BEST_MARGIN = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +109,8 @@ class JudgingMixin(EngineCore):
         # Every verified evaluation of the objective is kept in git; faster than the starting
         # kernel (1.0x by definition) and every verified candidate before it is a new best.
         will_commit = objective and verified
-        new_best = will_commit and is_new_best(speedup, previous_best)
+        margin = self.decision_config.new_best_margin  # the plateau detector's "new best" too
+        new_best = will_commit and is_new_best(speedup, previous_best, margin)
         result_file = save_result(self.paths.dir, f"{call.seq}-{result.eval_id}", result)
         eval_event = self._append(
             "eval",
@@ -236,11 +235,11 @@ class JudgingMixin(EngineCore):
         )
 
 
-def is_new_best(speedup: float | None, previous_best: float | None) -> bool:
+def is_new_best(speedup: float | None, previous_best: float | None, margin: float) -> bool:
     """Faster than the starting kernel (1.0x by definition) and every verified evaluation
-    before, by more than run-to-run timing noise: the starting kernel re-timed came out at
-    1.003x on the H200 (2026-12-02), and that is no step forward."""
-    floor = max(1.0, previous_best or 0.0) * (1.0 + NEW_BEST_MARGIN)
+    before, by more than ``margin`` (run-to-run timing noise: the starting kernel re-timed came
+    out at 1.003x on the H200, 2026-12-02, and that is no step forward)."""
+    floor = max(1.0, previous_best or 0.0) * (1.0 + margin)
     return speedup is not None and speedup > floor
 
 
