@@ -33,7 +33,7 @@ from kernelseek_tui.browse.session_data import (
 from kernelseek_tui.browse.timeline import Timeline
 from kernelseek_tui.browse.transcript import TranscriptIndex
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.tui.keymap import load_keymap
+from kernelseek_tui.tui.keymap import binding_ids, display_keys, load_keymap, split_keymap
 from kernelseek_tui.tui.messages import (
     CandidateSelected,
     EventSelected,
@@ -54,6 +54,8 @@ _NOT_IN_PALETTE = {
     for pane in ("transcript", "history", "benchmark")
     for move in ("down", "up", "top", "bottom", "page_up", "page_down")
 }
+# Actions that steer a running engine: not offered (footer, palette) when none runs here.
+_LIVE_ONLY = frozenset({"ask", "pause", "stop"})
 NARROW_BELOW = 120  # columns: under this the panes are tabs, one at a time
 SELECTION_DELAY_S = 0.03  # coalesce a burst of cursor moves (key repeat) into one benchmark load
 
@@ -75,7 +77,9 @@ class KernelseekApp(App[None]):
             "shift+tab", "next_pane(-1)", "Prev pane", show=False, priority=True, id="app.prev_pane"
         ),
         Binding("z", "zoom", "Zoom pane", id="app.zoom"),
-        Binding("f5,colon", "query", "Query", id="app.query"),
+        # f5 opens the query screen on the question this tool exists for; : to type SQL.
+        Binding("f5", "query('question-jumps')", "Query", id="app.query"),
+        Binding("colon", "query", "SQL", show=False, id="app.sql"),
         Binding("a", "ask", "Ask", id="app.ask"),
         Binding("p", "pause", "Pause/resume", id="app.pause"),
         Binding("ctrl+x", "stop", "Stop session", id="app.stop"),
@@ -103,6 +107,7 @@ class KernelseekApp(App[None]):
         self._selection_timer: Any = None
         self._asked_for: int | None = None  # the decision seq the bar was opened for
         self._stop_armed = False
+        self._steering_shown = False
         self.animation_level = "none"
 
     # -- layout ---------------------------------------------------------------------------
@@ -122,9 +127,12 @@ class KernelseekApp(App[None]):
 
     def on_mount(self) -> None:
         try:
-            self.set_keymap(load_keymap())
+            keymap, problems = split_keymap(load_keymap(), known_binding_ids())
         except KernelseekError as error:
-            self.notify(str(error), severity="error", timeout=10)
+            keymap, problems = {}, [str(error)]
+        self.set_keymap(keymap)
+        for problem in problems:
+            self.notify(problem, severity="error", timeout=10)
         self._apply_width(self.size.width)
         self.query_one(TranscriptView).border_title = "Transcript"
         self.query_one("#pane-history").border_title = "History"
@@ -189,6 +197,9 @@ class KernelseekApp(App[None]):
             counts=counts(self.data.table),
             note=note,
         )
+        if self._steerable() != self._steering_shown:
+            self._steering_shown = self._steerable()
+            self.refresh_bindings()  # the steering keys come or go with the engine
 
     # -- live -----------------------------------------------------------------------------
 
@@ -263,10 +274,19 @@ class KernelseekApp(App[None]):
         self.notify(f"asked: {message.text}")
 
     def _can_steer(self, what: str) -> bool:
-        if self.live and self.data is not None and self.data.status in {"running", "paused"}:
+        if self._steerable():
             return True
         self.notify(f"cannot {what}: this session is not running here", severity="warning")
         return False
+
+    def _steerable(self) -> bool:
+        return self.live and self.data is not None and self.data.status in {"running", "paused"}
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that steer an engine show (and act) only while one runs here."""
+        if action in _LIVE_ONLY:
+            return self._steerable()
+        return True
 
     # -- the panes' wiring ---------------------------------------------------------------
 
@@ -406,6 +426,8 @@ class KernelseekApp(App[None]):
                     continue
                 if binding.id in _NOT_IN_PALETTE:
                     continue
+                if owner is self and self.check_action(binding.action, ()) is False:
+                    continue
                 title = f"{binding.id.split('.', 1)[0]}: {binding.description or binding.action}"
                 run = partial(self.run_action, binding.action, owner)
                 yield SystemCommand(title, f"{binding.id}  ({self._keys_for(binding)})", run)
@@ -425,12 +447,13 @@ class KernelseekApp(App[None]):
 
     def _keys_for(self, binding: Binding) -> str:
         override = getattr(self, "_keymap", {}).get(binding.id or "")
-        return override or binding.key
+        return display_keys(override or binding.key)
 
-    def action_query(self) -> None:
+    def action_query(self, canned: str | None = None) -> None:
+        """The query screen; ``canned`` runs that canned query as it opens."""
         from kernelseek_tui.tui.screens.query import QueryScreen
 
-        self.push_screen(QueryScreen(self.traces_root))
+        self.push_screen(QueryScreen(self.traces_root, run_first=canned))
 
     def action_ask(self) -> None:
         if not self._can_steer("ask"):
@@ -472,6 +495,19 @@ class KernelseekApp(App[None]):
     def on_unmount(self) -> None:
         if self.follower is not None:
             self.follower.stop()
+
+
+def known_binding_ids() -> set[str]:
+    """Every binding id a keymap file may name: the app's, its panes' and its screens'."""
+    from kernelseek_tui.tui.screens.diff import DiffScreen, DiffView
+    from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
+    from kernelseek_tui.tui.screens.query import QueryScreen
+    from kernelseek_tui.tui.widgets.arrow_table import ArrowTable
+
+    return binding_ids(
+        [KernelseekApp, TranscriptView, HistoryPane, BenchmarkPane, QuestionBar, QueryScreen,
+         HelpScreen, DiffScreen, DiffView, EventDetailScreen, ArrowTable]
+    )  # fmt: skip
 
 
 def _last_seq(table: Any, kind: str) -> int | None:

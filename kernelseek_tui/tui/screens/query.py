@@ -98,6 +98,7 @@ class QueryScreen(Screen[None]):
         traces: Path | TraceStore,
         *,
         max_rows: int = MAX_ROWS,
+        run_first: str | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -107,6 +108,7 @@ class QueryScreen(Screen[None]):
         self._store: TraceStore | None = traces if isinstance(traces, TraceStore) else None
         self.traces_root = traces.root if isinstance(traces, TraceStore) else Path(traces)
         self.max_rows = max_rows
+        self._run_first = run_first  # a canned query to run as the screen opens
         # DuckDB connections are not for two threads at once; a new query waits for the last.
         self._store_lock = threading.Lock()
         self._run = 0
@@ -128,6 +130,8 @@ class QueryScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#query-sql", Input).focus()
+        if self._run_first is not None:
+            self.run_canned(self._run_first)
 
     def on_unmount(self) -> None:
         # Close only a store made here, and never under a query still running in its thread.
