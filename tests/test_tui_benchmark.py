@@ -127,6 +127,17 @@ def test_sort_puts_missing_values_last_in_either_direction(descending: bool) -> 
     assert by_ratio[-2:] == ["c-mid", "d-unreached"]  # both without an FA3 number
 
 
+def test_sort_by_name_orders_the_numbers_in_names_by_value() -> None:
+    names = ["bench-s16384-d128-c1", "bench-s2048-d64-c0", "Bench-s4096-d128-c0", "s1x1-d64"]
+    rows = [BenchmarkRow(n, True, None, None, 1.0, None, None, None, None) for n in names]
+    assert [r.scenario for r in sort_rows(rows, "scenario")] == [
+        "bench-s2048-d64-c0",
+        "Bench-s4096-d128-c0",
+        "bench-s16384-d128-c1",  # not before s2048, as text would have it
+        "s1x1-d64",
+    ]
+
+
 def test_sort_by_name_pass_and_evaluation_order() -> None:
     rows = rows_of(_result())
     names = [r.scenario for r in sort_rows(rows, "scenario")]

@@ -278,25 +278,45 @@ def read_capped(reader: pa.RecordBatchReader, max_rows: int) -> tuple[pa.Table, 
 
 
 _PARAM = re.compile(r"\$(\w+)")
+# The canned queries' optional filter: ``$p IS NULL OR column = $p``.
+_OPTIONAL = re.compile(r"\$(\w+) IS NULL OR ([\w.]+) = \$\1\b")
+# What an unset optional filter leaves behind, tidied away.
+_LEFT_OVER = (
+    (re.compile(r"\bWHERE\s+\(?TRUE\)?\s+AND\b"), "WHERE"),
+    (re.compile(r"\s+AND\s+\(?TRUE\)?(?=\s|$)"), ""),
+    (re.compile(r"\bWHERE\s+\(?TRUE\)?(?=\s|$)"), ""),
+)
 
 
 def inline_params(sql: str, params: dict[str, Any]) -> str:
-    """``sql`` on one line with its ``$name`` parameters written as SQL literals."""
+    """``sql`` on one line with its ``$name`` parameters written as SQL literals, as a person
+    would write it: an optional filter left unset disappears (no ``NULL IS NULL OR s = NULL``),
+    one that is set reads ``s = 'value'``."""
+
+    def optional(match: re.Match[str]) -> str:
+        name, column = match.group(1), match.group(2)
+        if name not in params:
+            return match.group(0)
+        return "TRUE" if params[name] is None else f"{column} = {_literal(params[name])}"
 
     def literal(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in params:
-            return match.group(0)
-        value = params[name]
-        if value is None:
-            return "NULL"
-        if isinstance(value, bool):
-            return "TRUE" if value else "FALSE"
-        if isinstance(value, (int, float)):
-            return repr(value)
-        return "'" + str(value).replace("'", "''") + "'"
+        return _literal(params[name]) if name in params else match.group(0)
 
-    return " ".join(_PARAM.sub(literal, sql).split())
+    text = " ".join(_PARAM.sub(literal, _OPTIONAL.sub(optional, sql)).split())
+    for pattern, replacement in _LEFT_OVER:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
 
 
 def _first_words(sql: str, limit: int = 40) -> str:
