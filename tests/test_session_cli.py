@@ -260,3 +260,20 @@ def test_replay_from_a_recorded_session_on_the_command_line(
         env, tmp_path, "run", str(task), "--agent", "replay", "--replay-from", str(empty), *common
     )
     assert refused.returncode == 2 and "no recorded events" in refused.stderr
+
+
+def test_every_run_option_says_what_it_does() -> None:
+    import argparse
+
+    from kernelseek_tui.commands import run as run_command
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    run_command.register(sub)
+    parser = sub.choices["run"]
+    silent = [
+        action.option_strings or [action.dest]
+        for action in parser._actions
+        if action.help != argparse.SUPPRESS and not action.help
+    ]
+    assert silent == []
+    assert "<member" not in parser.format_help()  # defaults shown as values

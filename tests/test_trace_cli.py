@@ -82,6 +82,15 @@ def test_query_canned_with_params(traces: Path, capsys: pytest.CaptureFixture[st
         capsys,
     )
     assert code == 0 and out.strip().endswith("(0 rows)")
+    code, out, _ = _run(
+        ["query", "--traces", str(traces), "--canned", "evals", "--session", "s1"], capsys
+    )
+    assert code == 0 and out.strip().endswith("(1 row)")  # a session that is there
+
+
+def test_query_help_reads_as_plain_text() -> None:
+    result = _cli("query", "--help")
+    assert result.returncode == 0 and "%%" not in result.stdout and "more than 5%" in result.stdout
 
 
 def test_query_csv_json_and_parquet(
@@ -148,6 +157,8 @@ def test_query_reads_the_traces_root_from_the_environment(
             "wants a whole number",
         ),
         (["--traces", "{traces}"], "give either SQL or --canned"),
+        (["--traces", "{traces}", "--canned", "timeline", "--session", "nosuch"], "no session"),
+        (["--traces", "{traces}", "--canned", "evals", "-p", "session=s"], "no session 's'"),
     ],
 )
 def test_query_bad_input_gives_one_line_and_nonzero_exit(
