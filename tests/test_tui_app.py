@@ -247,6 +247,12 @@ async def test_the_measured_session_opens_with_its_gpu_figures(demo: Path) -> No
         assert "measured" in header_text(app)
         bench = app.query_one(BenchmarkPane)
         assert bench.table.row_count == 12
+        # It opens on the best evaluation (1.109x), not on the last one (0.934x).
+        assert bench.summary is not None and round(bench.summary.geomean_speedup or 0, 3) == 1.109
+        view = app.query_one(TranscriptView)
+        assert bench.title == f"eval at seq {view.selected_seq}"
+        history = app.query_one(HistoryPane)
+        assert history.selected is not None and history.selected.eval_seq == view.selected_seq
         meta = json.loads((demo / name / "session.json").read_text())
         assert meta["agent"] == "tuner"
 

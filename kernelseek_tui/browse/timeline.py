@@ -117,6 +117,12 @@ class Timeline:
         """The best verified speedup of the whole session, None before any."""
         return self.points[-1].best_speedup if self.points else None
 
+    @property
+    def best_eval_seq(self) -> int | None:
+        """The seq of the eval that reached the session's best speedup first, None before any."""
+        best = self.best_speedup
+        return next((p.seq for p in self.points if p.best_speedup == best), None)
+
     def eval_seq_for_commit(self, sha: str) -> int | None:
         """The seq of the eval a commit was made from (not those attached to it later)."""
         found = self._eval_of_commit.get(sha)

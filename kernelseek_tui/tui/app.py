@@ -172,10 +172,14 @@ class KernelseekApp(App[None]):
         if data.history_problem:
             self.notify(data.history_problem, severity="warning", timeout=8)
         self._refresh_header()
-        last_eval = _last_seq(data.table, "eval")
-        if last_eval is not None:
-            self.query_one(TranscriptView).jump_to_seq(last_eval)
-            self._select_eval(last_eval)
+        # Open on the best evaluation (what the session achieved), else the last one.
+        opening = timeline.best_eval_seq
+        if opening is None:
+            opening = _last_seq(data.table, "eval")
+        if opening is not None:
+            self.query_one(TranscriptView).jump_to_seq(opening)
+            self.query_one(HistoryPane).select_for_eval_seq(opening)
+            self._select_eval(opening)
         if self.live:
             self._start_follower()
             self.set_interval(1.0, self._refresh_header)
