@@ -325,3 +325,23 @@ async def test_z_zooms_the_focused_pane_and_back(demo: Path) -> None:
         await pilot.press("z")
         await pilot.pause()
         assert all(_visible(app, n) for n in ("transcript", "history", "benchmark"))
+
+
+async def test_the_detail_of_an_eval_has_its_scenario_table(demo: Path) -> None:
+    from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
+
+    app = KernelseekApp(demo / SCRIPTED)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        view = app.query_one(TranscriptView)
+        assert view.index is not None and view.index.kind_at(view.selected_row or 0) == "eval"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, EventDetailScreen)
+        assert screen.title_text.startswith(f"eval · seq {view.selected_seq} · ")
+        assert screen.scenarios is not None
+        lines = screen.scenarios.splitlines()
+        assert lines[0].split() == ["scenario", "pass", "speedup", "vs", "FA3", "TFLOP/s", "ms",
+                                    "max", "err"]  # fmt: skip
+        assert len(lines) == 1 + 12 and all("✓" in line for line in lines[1:])

@@ -166,7 +166,9 @@ class KernelseekApp(App[None]):
     def _loaded(self, data: SessionData, index: TranscriptIndex, timeline: Timeline) -> None:
         self.data = data
         self.timeline = timeline
-        self.query_one(TranscriptView).set_index(index)
+        view = self.query_one(TranscriptView)
+        view.set_index(index)
+        view.eval_loader = self._eval_result
         history = self.query_one(HistoryPane)
         history.load(data.history, timeline)
         if data.history_problem:
@@ -351,6 +353,10 @@ class KernelseekApp(App[None]):
                 if seq is not None:
                     result = eval_result_at(self.session_dir, data.table, seq)
         self.call_from_thread(self.query_one(BenchmarkPane).show, result, f"commit {sha[:10]}")
+
+    def _eval_result(self, seq: int) -> Any:
+        """The full result of the eval at ``seq`` (the detail view's scenario table)."""
+        return eval_result_at(self.session_dir, self.data.table, seq) if self.data else None
 
     def _bisect_factory(self) -> Any:
         if self._predicate_factory is not None:

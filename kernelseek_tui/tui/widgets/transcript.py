@@ -9,6 +9,8 @@ repeat the last query afterwards.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
+from functools import partial
 from typing import ClassVar
 
 import pyarrow as pa
@@ -23,6 +25,7 @@ from textual.strip import Strip
 
 from kernelseek_tui.browse.columns import clip
 from kernelseek_tui.browse.transcript import FILTERS, TranscriptIndex, filter_spec
+from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.tui.messages import EventSelected
 from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
 
@@ -89,6 +92,8 @@ class TranscriptView(ScrollView, can_focus=True):
         self._searching = False
         self._buffer = ""
         self._note = ""  # one line of feedback ("no match"), shown in the prompt line
+        # seq -> the eval's full result, for the per-scenario table of its detail view.
+        self.eval_loader: Callable[[int], EvalResult | None] | None = None
         if index is not None:
             self.set_index(index)
 
@@ -201,9 +206,11 @@ class TranscriptView(ScrollView, can_focus=True):
         row = self.selected_row
         if row is None or self._index is None:
             return
-        line = self._index.line(row)
-        title = f"{line.kind} · seq {line.seq} · {line.clock} UTC"
-        self.app.push_screen(EventDetailScreen(self._index.detail(row), title))
+        loader = None
+        if self.eval_loader is not None and self._index.kind_at(row) == "eval":
+            loader = partial(self.eval_loader, self._index.seq_at(row))
+        detail = EventDetailScreen(self._index.detail(row), self._index.detail_title(row), loader)
+        self.app.push_screen(detail)
 
     def action_search(self) -> None:
         self._searching = True
