@@ -267,7 +267,7 @@ class HistoryPane(Widget, can_focus=True):
     def _fit_table(self) -> None:
         """Fill the table with the columns that fit the pane (cursor kept by the caller)."""
         rows = [(row.sha, self._cells(row)) for row in self._rows]
-        columns = _COLUMNS
+        columns: tuple[Column, ...] = _COLUMNS
         if not any(row.candidate and row.candidate.new_best is not None for row in self._rows):
             # Commits made before the New-Best trailer: an empty column would say "none".
             columns = tuple(column for column in _COLUMNS if column.key != "best")
