@@ -18,6 +18,7 @@ from kernelseek_tui.session.engine import Engine
 from kernelseek_tui.session.meta import read_meta, write_meta
 from tests.test_parallel_support import SleepyGPU, Span, overlapping
 from tests.test_session_support import (
+    dying_on_call,
     git,
     knob_speed,
     make_task_repo,
@@ -319,15 +320,7 @@ def test_a_crash_while_recording_a_batch_commits_both_points_on_resume(
     )
     engine = Engine.start(config, evaluator=[Faster(str(i), [], delay=0) for i in range(2)])
     original = engine.history.commit_candidate
-    commits: list[int] = []
-
-    def dies(*args: Any, **kwargs: Any) -> Any:
-        commits.append(1)
-        if len(commits) == 2:
-            raise Crash
-        return original(*args, **kwargs)
-
-    engine.history.commit_candidate = dies  # type: ignore[method-assign]
+    engine.history.commit_candidate = dying_on_call(2, original, Crash)  # type: ignore[method-assign]
     with pytest.raises(Crash):
         engine.run(TunerAgent())
     engine.history.commit_candidate = original  # type: ignore[method-assign]

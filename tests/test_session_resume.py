@@ -15,6 +15,7 @@ from kernelseek_tui.session.meta import read_meta, write_meta
 from tests.test_session_support import (
     ScriptedAgent,
     SequenceEvaluator,
+    dying_on_call,
     make_task_repo,
     read_events,
     session_config,
@@ -83,16 +84,7 @@ def test_a_commit_made_but_not_recorded_is_recorded_not_made_again(start: Any) -
 def test_an_evaluation_attached_but_not_recorded_is_recorded_as_attached(start: Any) -> None:
     # The same code evaluated twice: the second evaluation went onto the first's commit.
     engine = start()
-    original = engine.record_commit
-    calls: list[int] = []
-
-    def dies_second(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise Crash
-        return original(*args, **kwargs)
-
-    engine.record_commit = dies_second  # type: ignore[method-assign]
+    engine.record_commit = dying_on_call(2, engine.record_commit, Crash)  # type: ignore[method-assign]
     steps = [EDIT, EVALUATE, EVALUATE]
     with pytest.raises(Crash):
         engine.run(ScriptedAgent(steps))
@@ -109,16 +101,8 @@ def test_an_evaluation_attached_but_not_recorded_is_recorded_as_attached(start: 
 
 def test_a_verified_candidate_not_yet_committed_is_committed_on_resume(start: Any) -> None:
     engine = start()
-    original = engine.history.commit_candidate
-    calls: list[int] = []
-
-    def dies_first(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise Crash
-        return original(*args, **kwargs)
-
-    engine.history.commit_candidate = dies_first  # type: ignore[method-assign]
+    history = engine.history
+    history.commit_candidate = dying_on_call(2, history.commit_candidate, Crash)  # type: ignore[method-assign]
     steps = [EDIT, EVALUATE, ("tool", "draw_question", {}), EDIT, EVALUATE]
     with pytest.raises(Crash):
         engine.run(ScriptedAgent(steps))

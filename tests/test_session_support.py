@@ -159,6 +159,22 @@ def read_events(session_dir: Path) -> list[Any]:
     return table_to_events(read_session(session_dir))
 
 
+def dying_on_call(
+    call: int, original: Callable[..., Any], crash: type[BaseException]
+) -> Callable[..., Any]:
+    """``original``, except that its ``call``-th call raises ``crash`` (the process dying)."""
+    calls = 0
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == call:
+            raise crash
+        return original(*args, **kwargs)
+
+    return wrapper
+
+
 def edit_step(mark: str) -> tuple[Any, ...]:
     """A ScriptedAgent step that adds the line ``// mark`` to the kernel: the next evaluation
     judges new code (the same code evaluated again is no new candidate)."""

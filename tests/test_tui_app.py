@@ -164,13 +164,20 @@ async def test_help_lists_every_binding_with_its_id(demo: Path) -> None:
         assert not hasattr(app.screen, "rows")
 
 
+def with_keymap(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> KernelseekApp:
+    """The app on the scripted demo with ``text`` as the user's keymap file."""
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text("[keymap]\n" + text)
+    monkeypatch.setenv("KERNELSEEK_KEYMAP", str(keymap))
+    return KernelseekApp(demo / SCRIPTED)
+
+
 async def test_a_keymap_file_rebinds_by_id(
     demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    keymap = tmp_path / "keymap.toml"
-    keymap.write_text('[keymap]\n"app.pane_history" = "ctrl+y"\n')
-    monkeypatch.setenv("KERNELSEEK_KEYMAP", str(keymap))
-    app = KernelseekApp(demo / SCRIPTED)
+    app = with_keymap(demo, tmp_path, monkeypatch, '"app.pane_history" = "ctrl+y"\n')
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         await pilot.press("f3")
@@ -182,10 +189,8 @@ async def test_a_keymap_file_rebinds_by_id(
 async def test_a_keymap_naming_no_binding_says_so(
     demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    keymap = tmp_path / "keymap.toml"
-    keymap.write_text('[keymap]\n"app.pane_histroy" = "ctrl+y"\n"app.pane_benchmark" = "ctrl+b"\n')
-    monkeypatch.setenv("KERNELSEEK_KEYMAP", str(keymap))
-    app = KernelseekApp(demo / SCRIPTED)
+    text = '"app.pane_histroy" = "ctrl+y"\n"app.pane_benchmark" = "ctrl+b"\n'
+    app = with_keymap(demo, tmp_path, monkeypatch, text)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         messages = [n.message for n in app._notifications]

@@ -8,8 +8,6 @@ import argparse
 import asyncio
 import re
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from kernelseek_tui.browse.session_data import load_session
 from kernelseek_tui.commands.serve import resolve_target
 from kernelseek_tui.commands.serve_web import LocalServer
+from tests.test_tui_cli import kernelseek
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a page may load: href/src attributes and CSS url(...).
@@ -62,16 +61,6 @@ def test_the_page_asks_no_other_server_for_anything() -> None:
         remote = re.match(r"(?:[a-z]+:)?//([^/]+)", url)
         assert remote is None or remote.group(1) == "localhost:9000", url
     assert "googleapis" not in html
-
-
-def kernelseek(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kernelseek_tui", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_a_path_that_is_no_session_is_refused_before_serving(tmp_path: Path) -> None:

@@ -285,39 +285,24 @@ class ClaudeAgent:
                     continue
                 if failure.connect and not self._answered:
                     reason = f"cannot reach the Anthropic API: {one_line(error)}"
-                    ctx.record(
-                        "error",
-                        flush=True,
-                        role="harness",
-                        source="harness",
-                        turn=turn,
-                        text=f"{reason} (not retried: no call has got through in this run)",
-                        attrs={**attrs, "final": True},
-                    )
+                    final = f"{reason} (not retried: no call has got through in this run)"
+                    _record_call_error(ctx, turn, final, {**attrs, "final": True})
                     raise KernelseekError(
                         f"{reason}; check the network, a proxy (HTTPS_PROXY) or "
                         "ANTHROPIC_BASE_URL"
                     ) from None
                 if not failure.retryable or attempt >= self.retry.attempts:
-                    ctx.record(
-                        "error",
-                        flush=True,
-                        role="harness",
-                        source="harness",
-                        turn=turn,
-                        text=f"model call failed for good: {failure.message}",
-                        attrs={**attrs, "final": True},
-                    )
+                    gave_up = f"model call failed for good: {failure.message}"
+                    _record_call_error(ctx, turn, gave_up, {**attrs, "final": True})
                     raise
                 wait = self.retry.wait(attempt, failure.retry_after, self._rng)
-                ctx.record(
-                    "error",
-                    flush=True,
-                    role="harness",
-                    source="harness",
-                    turn=turn,
-                    text=f"model call failed ({failure.message}); retrying in {wait:.1f} s",
-                    attrs={**attrs, "wait_s": round(wait, 3)},
-                )
+                retrying = f"model call failed ({failure.message}); retrying in {wait:.1f} s"
+                _record_call_error(ctx, turn, retrying, {**attrs, "wait_s": round(wait, 3)})
                 self._sleep(wait)
                 ctx.checkpoint()
+
+
+def _record_call_error(ctx: AgentContext, turn: int, text: str, attrs: dict[str, Any]) -> None:
+    """The ``error`` event of a failed model call (retried, or ``final``)."""
+    ctx.record("error", flush=True, role="harness", source="harness", turn=turn, text=text,
+               attrs=attrs)  # fmt: skip
