@@ -51,14 +51,20 @@ async def test_three_panes_side_by_side_when_wide(demo: Path) -> None:
         text = header_text(app)
         assert SCRIPTED in text and "best 1.597x" in text and "calls 21" in text
         assert "not measured" in text  # the scripted recording says its numbers are stand-ins
-        # It opens on the last evaluation, its candidate and its benchmark table.
+        # It opens on the best evaluation, the commit holding it and its benchmark table. The
+        # best (1.597x) is candidate 3's code evaluated again: attached to candidate 3, whose
+        # own evaluation (1.587x) came earlier.
         view = app.query_one(TranscriptView)
         assert view.index is not None
         assert view.index.kind_at(view.selected_row or 0) == "eval"
+        assert app.timeline is not None and view.selected_seq == app.timeline.best_eval_seq
         bench = app.query_one(BenchmarkPane)
         assert bench.table.row_count == 12
         history = app.query_one(HistoryPane)
-        assert history.selected is not None and history.selected.eval_seq == view.selected_seq
+        assert history.selected is not None and history.selected.n == 3
+        assert history.selected.sha == app.timeline.commit_for_eval_seq(view.selected_seq)
+        assert history.selected.eval_seq is not None
+        assert history.selected.eval_seq < view.selected_seq
 
 
 async def test_narrow_terminal_shows_one_pane_and_function_keys_switch(demo: Path) -> None:
@@ -123,7 +129,14 @@ async def test_an_eval_picked_in_the_transcript_selects_its_candidate_and_table(
         first_eval = view.selected_seq
         assert first_eval is not None
         history = app.query_one(HistoryPane)
-        assert history.selected is not None and history.selected.eval_seq == first_eval
+        # The first eval is of the start commit's unchanged code: attached to it, no candidate.
+        assert app.timeline is not None and history.selected is not None
+        assert history.selected.sha == app.timeline.commit_for_eval_seq(first_eval)
+        assert history.selected.candidate is None
+        # The next one is candidate 1's own.
+        await pilot.press("right_square_bracket")
+        await settle(app, pilot)
+        assert history.selected.eval_seq == view.selected_seq and history.selected.n == 1
         # A failing eval (not committed) still shows its table, failures first-class.
         for _ in range(10):
             await pilot.press("right_square_bracket")

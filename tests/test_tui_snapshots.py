@@ -82,7 +82,7 @@ def test_decision_moment_bar(demo: Path, snap_compare: Any) -> None:
 def test_diff_view(demo: Path, snap_compare: Any) -> None:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
-        await pilot.press("f3", "j", "enter")  # candidate 8 against its parent
+        await pilot.press("f3", "j", "enter")  # candidate 2 against its parent
         await settle(pilot)
 
     app = KernelseekApp(demo / SCRIPTED)
