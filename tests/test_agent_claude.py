@@ -276,18 +276,29 @@ def test_verified_candidates_are_commits_with_the_last_question(session: dict[st
     engine, events = session["engine"], session["events"]
     questions = [e.question_text for e in events if e.kind == "question"]
     candidates = list(reversed(engine.history.candidates()))
-    assert [c.speedup for c in candidates] == [1.0, 1.3, 1.29, 1.3, 1.28, 1.3, 1.6, 1.61]
-    assert [c.question for c in candidates] == [None] * 5 + [
-        questions[1],
-        questions[1],
-        questions[3],
+    # The script evaluates the starting kernel, then three edits, and some of them again
+    # unchanged: each edit that passed is a candidate, every other verified evaluation is
+    # attached to the commit holding its code (the start commit for the starting kernel).
+    assert [(c.speedup, c.new_best) for c in candidates] == [
+        (1.3, True),
+        (1.29, False),
+        (1.6, True),
     ]
+    assert [c.question for c in candidates] == [None, None, questions[1]]
     commits = [e for e in events if e.kind == "commit"]
-    assert [e.git_sha for e in commits] == [c.sha for c in candidates]
+    holders = [engine.history.base_sha, *(candidates[i].sha for i in (0, 1, 1, 1, 1, 2, 2))]
+    assert [e.git_sha for e in commits] == holders
+    assert [json.loads(e.attrs)["attached"] for e in commits] == [
+        True, False, False, True, True, True, False, True,
+    ]  # fmt: skip
     evals = {e.seq: e for e in events if e.kind == "eval"}
-    for commit, candidate in zip(commits, candidates, strict=True):
+    made = [c for c in commits if not json.loads(c.attrs)["attached"]]
+    for commit, candidate in zip(made, candidates, strict=True):
         assert candidate.seq == json.loads(commit.attrs)["eval_seq"]
         assert evals[candidate.seq].verdict == "pass"
+    assert engine.history.find_commit_for_seq(json.loads(commits[-1].attrs)["eval_seq"]) == (
+        candidates[-1].sha
+    )
     failed = [e for e in evals.values() if e.verdict == "fail"]
     assert len(failed) == 1 and "failures (first 2 of 2)" in failed[0].text
     kernel = subprocess.run(
@@ -336,7 +347,7 @@ def test_the_shell_gets_no_keys_and_the_key_is_written_nowhere(session: dict[str
         capture_output=True,
         check=True,
     ).stdout
-    assert needle not in history and b"candidate 8" in history
+    assert needle not in history and b"candidate 3" in history
 
 
 def test_the_system_prompt_names_no_technique(session: dict[str, Any]) -> None:
@@ -473,3 +484,64 @@ def test_a_crash_mid_tool_resumes_from_the_trace_without_running_it_again(
     assert len(ran) == 2 and len(evaluator.calls) == 8  # turn 5's evaluation never ran again
     actions = [json.loads(e.attrs).get("action") for e in events if e.kind == "control"]
     assert actions[:3] == ["start", "resume", "reconcile"] and actions[-1] == "end"
+
+
+DOWN = "down"  # in a Network plan: this call finds no network (the host does not resolve)
+
+
+class Network:
+    """A transport that plays ``plan`` call by call: ``DOWN``, or a reply as Server takes."""
+
+    def __init__(self, plan: list[Any]) -> None:
+        self.plan = list(plan)
+        self.calls = 0
+        self.server = Server([reply for reply in plan if reply != DOWN])
+
+    def __call__(self, request: Any) -> Any:
+        import socket
+
+        step = self.plan[min(self.calls, len(self.plan) - 1)]
+        self.calls += 1
+        if step == DOWN:
+            try:
+                raise socket.gaierror(-3, "Temporary failure in name resolution")
+            except socket.gaierror as dns:
+                raise http_module().ConnectError(str(dns), request=request) from dns
+        return self.server(request)
+
+    def client(self) -> Any:
+        http = http_module()
+        return http.Client(transport=http.MockTransport(self))
+
+
+def test_no_network_at_the_first_call_fails_at_once_naming_the_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bogus key and no network used to retry for minutes, then say only "Traceback".
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-bogus")
+    network = Network([DOWN])
+    engine = make_engine(tmp_path, SequenceEvaluator([1.0]))
+    waits: list[float] = []
+    agent = ClaudeAgent(model=MODEL, http_client=network.client(), sleep=waits.append)
+    outcome = engine.run(agent)
+    assert network.calls == 1 and waits == []  # no retry, no wait
+    assert outcome.reason == "error"
+    assert "\n" not in outcome.detail
+    assert outcome.detail.startswith("cannot reach the Anthropic API: gaierror: ")
+    assert "Temporary failure in name resolution" in outcome.detail
+    errors = [e for e in read_events(engine.session_dir) if e.kind == "error"]
+    assert errors and all("Traceback" not in (e.text or "") for e in errors)
+    assert all("\n" not in (e.text or "") for e in errors)
+
+
+def test_a_connection_lost_after_the_api_has_answered_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    network = Network([turn(1), DOWN, turn(2), turn(20)])
+    engine = make_engine(tmp_path, SequenceEvaluator([1.0]), decisions={"finish_questions": 0})
+    waits: list[float] = []
+    agent = ClaudeAgent(model=MODEL, http_client=network.client(), sleep=waits.append, seed=1)
+    outcome = engine.run(agent)
+    assert network.calls == 4 and len(waits) == 1  # the blip was waited out once
+    assert outcome.reason == "finish"

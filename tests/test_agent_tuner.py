@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelseek_tui.history import Candidate
 from kernelseek_tui.session.agents.tuner import TunerAgent, neighbours
 from kernelseek_tui.session.config import Budgets
 from kernelseek_tui.session.engine import Engine
@@ -42,7 +43,12 @@ def knobs_at(engine: Engine, sha: str) -> dict[str, int]:
     return json.loads(text)["knobs"]
 
 
-def test_it_finds_the_best_point_and_commits_only_improvements(
+def best_candidate(engine: Engine) -> Candidate:
+    """The newest candidate marked a new best: the best the search found."""
+    return next(c for c in engine.history.candidates() if c.new_best)
+
+
+def test_it_finds_the_best_point_commits_every_passing_one_and_marks_the_new_bests(
     task_dir: Path, tmp_path: Path
 ) -> None:
     evaluator = KnobEvaluator()
@@ -54,11 +60,14 @@ def test_it_finds_the_best_point_and_commits_only_improvements(
     assert evaluator.calls[0] == {"BLOCK_M": 64, "BLOCK_N": 64}
     assert evaluator.sets == [["quick"]] * len(evaluator.calls)  # the objective override
     candidates = list(reversed(engine.history.candidates()))
-    speeds = [c.speedup for c in candidates]
-    assert speeds == sorted(speeds) and len(set(speeds)) == len(speeds)
-    assert all(s > 1.0 for s in speeds)  # the default point (1.0x) is no improvement
-    assert knobs_at(engine, candidates[-1].sha) == best
-    assert speeds[-1] == knob_speed(best)
+    # Every point judged is a commit (all of them pass here), in the order they were judged.
+    assert [c.speedup for c in candidates] == [knob_speed(p) for p in evaluator.calls]
+    bests = [c.speedup for c in candidates if c.new_best]
+    assert bests == sorted(bests) and len(set(bests)) == len(bests)
+    assert all(s > 1.0 for s in bests)  # the default point (1.0x) is no new best
+    assert [c.new_best for c in candidates].count(None) == 0
+    assert knobs_at(engine, best_candidate(engine).sha) == best
+    assert bests[-1] == knob_speed(best)
     for candidate in candidates:
         assert knob_speed(knobs_at(engine, candidate.sha)) == candidate.speedup
         changed = git(engine.history.repo, "show", "--name-only", "--format=", candidate.sha)
@@ -86,7 +95,7 @@ def test_failing_points_are_skipped(task_dir: Path, tmp_path: Path) -> None:
     # The best point does not build: the tuner settles on the best that passes.
     evaluator = KnobEvaluator(fail=lambda p: p == {"BLOCK_M": 128, "BLOCK_N": 32})
     engine = tune(task_dir, tmp_path / "traces", evaluator)
-    tip = engine.history.candidates()[0]
+    tip = best_candidate(engine)
     assert knobs_at(engine, tip.sha) == {"BLOCK_M": 128, "BLOCK_N": 64}
     assert tip.speedup == 1.3
 
@@ -105,7 +114,7 @@ def test_refinement_finds_a_diagonal_neighbour(task_dir: Path, tmp_path: Path) -
 
     evaluator = Diagonal()
     engine = tune(task_dir, tmp_path / "traces", evaluator)
-    assert knobs_at(engine, engine.history.candidates()[0].sha) == {"BLOCK_M": 128, "BLOCK_N": 128}
+    assert knobs_at(engine, best_candidate(engine).sha) == {"BLOCK_M": 128, "BLOCK_N": 128}
 
 
 def test_a_resumed_search_does_not_judge_a_point_again(task_dir: Path, tmp_path: Path) -> None:
@@ -122,7 +131,7 @@ def test_a_resumed_search_does_not_judge_a_point_again(task_dir: Path, tmp_path:
     fresh = KnobEvaluator()
     tune(task_dir, tmp_path / "other", fresh, session_id="s2")
     assert done == fresh.calls  # the same search as one uninterrupted run
-    assert knobs_at(resumed, resumed.history.candidates()[0].sha) == {"BLOCK_M": 128, "BLOCK_N": 32}
+    assert knobs_at(resumed, best_candidate(resumed).sha) == {"BLOCK_M": 128, "BLOCK_N": 32}
 
 
 def test_neighbours_are_one_step_along_one_or_two_knobs(task_dir: Path) -> None:
@@ -133,7 +142,7 @@ def test_neighbours_are_one_step_along_one_or_two_knobs(task_dir: Path) -> None:
     }  # fmt: skip
 
 
-def test_a_gain_within_timing_noise_is_not_committed(task_dir: Path, tmp_path: Path) -> None:
+def test_a_gain_within_timing_noise_is_no_new_best(task_dir: Path, tmp_path: Path) -> None:
     class Noisy(KnobEvaluator):
         # The defaults re-timed a hair above 1.0x, as seen on the H200; one real step after.
         def __call__(self, source, sets, *, knobs=None):
@@ -143,4 +152,6 @@ def test_a_gain_within_timing_noise_is_not_committed(task_dir: Path, tmp_path: P
             return make_result(speed if speed is not None else 0.5) if result.passed else result
 
     engine = tune(task_dir, tmp_path / "traces", Noisy())
-    assert [c.speedup for c in engine.history.candidates()] == [1.2]
+    candidates = engine.history.candidates()
+    assert candidates[-1].speedup == 1.003 and candidates[-1].new_best is False  # committed
+    assert [c.speedup for c in candidates if c.new_best] == [1.2]

@@ -56,6 +56,26 @@ def test_each_commit_carries_its_evaluation_as_a_note(demo_root: Path) -> None:
         assert result.summary.geomean_speedup == pytest.approx(candidate.speedup, rel=1e-3)
 
 
+def test_the_scripted_session_commits_changed_code_once_and_attaches_the_rest(
+    demo_root: Path,
+) -> None:
+    # Recorded before every verified candidate became a commit, the demo committed the same
+    # code several times (empty commits with different speedups).
+    data = load_session(demo_root / "scripted-claude")
+    history = data.history
+    assert history is not None
+    candidates = history.candidates()
+    assert [c.n for c in candidates] == [3, 2, 1]
+    for candidate in candidates:
+        assert history.diff(f"{candidate.sha}^", candidate.sha).strip(), candidate.n
+    commits = [r for r in data.table.to_pylist() if r["kind"] == "commit"]
+    attached = [r for r in commits if json.loads(r["attrs"]).get("attached")]
+    assert len(commits) == 9 and len(attached) == 6
+    for row in attached:
+        seqs = [entry["seq"] for entry in history.attached(row["git_sha"])]
+        assert json.loads(row["attrs"])["eval_seq"] in seqs
+
+
 def test_the_measured_session_holds_real_per_scenario_timings(demo_root: Path) -> None:
     name = next(n for n in recorded_sessions(DEMO_DIR) if n.startswith("gpu-tuner-"))
     data = load_session(demo_root / name)

@@ -186,7 +186,7 @@ def test_task_outside_any_repository_gets_one_in_place(tmp_path: Path) -> None:
     assert sh(task, "status", "--porcelain") == ""
     assert (history.worktree / "kernel.cu").read_text() == "// k\n"
     sha = history.commit_candidate(
-        [history.task_dir / "kernel.cu"], make_result(2.0), seq=1, question=None
+        [write(history, "// k2\n")], make_result(2.0), seq=1, question=None
     )
     assert history.candidates()[0].sha == sha
 
@@ -198,6 +198,7 @@ def test_candidate_commit_message_trailers_and_note(history: SessionHistory) -> 
         result,
         seq=42,
         question="What does the\n  profiler say?",
+        new_best=True,
     )
 
     body = sh(history.repo, "log", "-1", "--format=%B", sha)
@@ -209,6 +210,7 @@ def test_candidate_commit_message_trailers_and_note(history: SessionHistory) -> 
         "Speedup: 1.23457",
         "Vs-FA3: 0.87",
         "Scenarios: 3/3",
+        "New-Best: yes",
         "Question: What does the profiler say?",
     ]
     assert sh(history.repo, "log", "-1", "--format=%an <%ae>", sha).strip() == (
@@ -217,6 +219,7 @@ def test_candidate_commit_message_trailers_and_note(history: SessionHistory) -> 
     assert history.note(sha) == json.loads(result.to_json())
     assert EvalResult.from_dict(history.note(sha)) == result
     assert sh(history.repo, "notes", f"--ref={NOTES_REF}", "list", sha).strip()
+    assert history.candidates()[0].new_best is True
 
 
 def test_no_question_no_speed_and_the_number_counts_up(history: SessionHistory) -> None:
@@ -270,9 +273,10 @@ def test_only_the_given_paths_are_committed(history: SessionHistory) -> None:
     assert sh(history.repo, "show", "--name-status", "--format=", sha).splitlines() == [
         f"D\t{TASK}/tile.cuh"
     ]
-    # A knob-only candidate (no file changed) is still one commit.
-    sha = history.commit_candidate([], make_result(), seq=5, question=None)
-    assert history.candidates()[0].sha == sha and history.candidates()[0].n == 3
+    # Nothing changed (the same code evaluated again): no empty commit, the tip is returned.
+    assert history.commit_candidate([kernel], make_result(), seq=5, question=None) == sha
+    assert history.commit_candidate([], make_result(), seq=6, question=None) == sha
+    assert [c.n for c in history.candidates()] == [2, 1]
 
 
 def test_a_path_outside_the_worktree_is_refused(history: SessionHistory, tmp_path: Path) -> None:
@@ -342,6 +346,43 @@ def test_a_crash_before_the_note_is_recovered_by_committing_again(history: Sessi
     assert len(history.candidates()) == 1
 
 
+def test_the_same_code_again_is_attached_to_its_commit_not_committed_empty(
+    history: SessionHistory,
+) -> None:
+    kernel = write(history, "// v1\n")
+    first = history.commit_candidate([kernel], make_result(1.30), seq=3, question=None)
+    # Evaluated again, unchanged: a different speedup, but no new candidate.
+    again = history.commit_candidate(
+        [kernel], make_result(1.34, eval_id="ev-2"), seq=8, question=None
+    )
+    assert again == first == history.head_sha()
+    assert [c.seq for c in history.candidates()] == [3]
+    attached = history.attached(first)
+    assert [(a["seq"], a["eval_id"], a["speedup"]) for a in attached] == [(8, "ev-2", 1.34)]
+    assert history.note(first)["summary"]["geomean_speedup"] == 1.30  # its own evaluation
+    assert history.find_commit_for_seq(8) == first and history.find_commit_for_seq(3) == first
+    # After a crash, the same seq again finds its place and attaches nothing twice.
+    assert history.commit_candidate([kernel], make_result(1.34), seq=8, question=None) == first
+    assert len(history.attached(first)) == 1
+    # A change makes a candidate again, numbered on from the last one.
+    second = history.commit_candidate(
+        [write(history, "// v2\n")], make_result(), seq=9, question=None
+    )
+    assert second != first and history.candidates()[0].n == 2
+    assert history.find_commit_for_seq(8) == first
+
+
+def test_the_starting_kernel_evaluated_is_attached_to_the_start_commit(
+    history: SessionHistory,
+) -> None:
+    unchanged = history.task_dir / "kernel.cu"
+    sha = history.commit_candidate([unchanged], make_result(1.0), seq=2, question=None)
+    assert sha == history.base_sha and history.candidates() == []
+    assert [a["seq"] for a in history.attached(sha)] == [2]
+    assert history.find_commit_for_seq(2) == history.base_sha
+    assert history.find_commit_for_seq(20) is None
+
+
 def test_note_of_a_commit_without_one_is_a_clear_error(history: SessionHistory) -> None:
     with pytest.raises(KernelseekError, match="has no kernelseek evaluation note"):
         history.note(history.base_sha)
@@ -385,7 +426,8 @@ def test_open_puts_back_a_missing_worktree(history: SessionHistory, repo: Path, 
     again = SessionHistory.open(repo, "s1")
     assert again.worktree == history.worktree
     assert (again.task_dir / "kernel.cu").read_text() == "// kept\n"
-    assert again.commit_candidate([], make_result(), seq=2, question=None) != sha
+    changed = write(again, "// changed after reopening\n")
+    assert again.commit_candidate([changed], make_result(), seq=2, question=None) != sha
 
 
 def test_user_hooks_and_signing_config_cannot_break_a_session(repo: Path) -> None:

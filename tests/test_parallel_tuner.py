@@ -18,6 +18,7 @@ from kernelseek_tui.session.engine import Engine
 from kernelseek_tui.session.meta import read_meta, write_meta
 from tests.test_parallel_support import SleepyGPU, Span, overlapping
 from tests.test_session_support import (
+    dying_on_call,
     git,
     knob_speed,
     make_task_repo,
@@ -57,7 +58,8 @@ def judged_points(engine: Engine) -> list[dict[str, int]]:
 
 
 def tip_knobs(engine: Engine) -> dict[str, int]:
-    sha = engine.history.candidates()[0].sha
+    """The knobs of the best candidate: the newest one marked a new best."""
+    sha = next(c.sha for c in engine.history.candidates() if c.new_best)
     return json.loads(git(engine.history.repo, "show", f"{sha}:kernels/flash_fwd/knobs.json"))[
         "knobs"
     ]
@@ -79,17 +81,19 @@ def test_the_search_and_its_commits_are_those_of_one_at_a_time(
     outcomes = {}
     for n in (1, 2, 3):
         engine = tune(task_dir, tmp_path / "traces", gpus(n, log, delay=0), f"g{n}")
-        commits = [(c.speedup, tip) for c in engine.history.candidates() for tip in [c.sha]]
+        commits = [(c.speedup, c.new_best, c.sha) for c in engine.history.candidates()]
         knobs = [
             json.loads(git(engine.history.repo, "show", f"{sha}:kernels/flash_fwd/knobs.json"))
-            for _, sha in commits
+            for _, _, sha in commits
         ]
-        outcomes[n] = (judged_points(engine), [s for s, _ in commits], knobs)
+        outcomes[n] = (judged_points(engine), [s[:2] for s in commits], knobs)
         assert read_meta(engine.session_dir).end_reason == "done"
     assert outcomes[2] == outcomes[1] and outcomes[3] == outcomes[1]
     points, speeds, knobs = outcomes[1]
     assert len(points) == len({json.dumps(p, sort_keys=True) for p in points})  # none twice
-    assert speeds[0] == 1.6 and knobs[0] == {"knobs": {"BLOCK_M": 128, "BLOCK_N": 32}}
+    assert len(speeds) == len(points)  # every point passes here, and each is a commit
+    best = next(i for i, (_, new_best) in enumerate(speeds) if new_best)
+    assert speeds[best][0] == 1.6 and knobs[best] == {"knobs": {"BLOCK_M": 128, "BLOCK_N": 32}}
 
 
 def test_a_batch_is_recorded_in_point_order_when_its_last_point_finishes_first(
@@ -103,12 +107,12 @@ def test_a_batch_is_recorded_in_point_order_when_its_last_point_finishes_first(
     opened = next(e.seq for e in events if e.attrs_dict().get("batch"))
     batch = [e for e in events if e.seq >= opened and e.kind != "control"]
     kinds = [(e.kind, e.tool_input_dict().get("knobs", {}).get("BLOCK_M")) for e in batch]
-    # Both calls first, then each point's eval and result in the calls' order (the 128 point
-    # is an improvement: its commit follows its eval).
+    # Both calls first, then each point's eval, commit and result in the calls' order.
     assert kinds == [
         ("tool_call", 32),
         ("tool_call", 128),
         ("eval", None),
+        ("commit", None),
         ("tool_result", None),
         ("eval", None),
         ("commit", None),
@@ -209,14 +213,16 @@ def test_a_gpu_that_fails_every_evaluation_does_not_stop_the_other(
     evals = [e for e in events if e.kind == "eval"]
     assert evals and all(e.attrs_dict()["device"]["index"] == "0" for e in evals)
     assert all(e.verdict == "pass" for e in evals)
-    # Every call got its result; what GPU 0 found faster was committed, as ever.
+    # Every call got its result; what GPU 0 verified was committed, the faster ones marked.
     calls = [e for e in events if e.kind == "tool_call"]
     assert len(results) == len(calls) == len(evals) + len(on_gpu1)
-    expected: list[float] = []
+    bests: list[float] = []
     for event in evals:
-        if event.speedup > max([1.0, *expected]) * 1.01:
-            expected.append(event.speedup)
-    assert [c.speedup for c in reversed(engine.history.candidates())] == expected
+        if event.speedup > max([1.0, *bests]) * 1.01:
+            bests.append(event.speedup)
+    candidates = list(reversed(engine.history.candidates()))
+    assert [c.speedup for c in candidates] == [e.speedup for e in evals]
+    assert [c.speedup for c in candidates if c.new_best] == bests
 
 
 def test_a_lost_worker_verdict_on_one_gpu_is_that_points_only(
@@ -296,8 +302,8 @@ def test_a_crash_mid_batch_keeps_what_finished_and_judges_again_what_did_not(
 def test_a_crash_while_recording_a_batch_commits_both_points_on_resume(
     task_dir: Path, tmp_path: Path
 ) -> None:
-    # The defaults (1.0x) commit nothing; the first batch is (32, 64) 0.8x and (128, 64) 1.3x.
-    # Speeds chosen so both batch points are improvements: the first one's commit dies.
+    # The defaults (1.0x) are committed first; then the first batch, (32, 64) and (128, 64),
+    # both faster, so both are new bests: the first one's commit dies.
     speeds = {(32, 64): 1.2, (128, 64): 1.3}
 
     class Faster(SleepyGPU):
@@ -314,11 +320,7 @@ def test_a_crash_while_recording_a_batch_commits_both_points_on_resume(
     )
     engine = Engine.start(config, evaluator=[Faster(str(i), [], delay=0) for i in range(2)])
     original = engine.history.commit_candidate
-
-    def dies(*args: Any, **kwargs: Any) -> Any:
-        raise Crash
-
-    engine.history.commit_candidate = dies  # type: ignore[method-assign]
+    engine.history.commit_candidate = dying_on_call(2, original, Crash)  # type: ignore[method-assign]
     with pytest.raises(Crash):
         engine.run(TunerAgent())
     engine.history.commit_candidate = original  # type: ignore[method-assign]
@@ -331,8 +333,13 @@ def test_a_crash_while_recording_a_batch_commits_both_points_on_resume(
     reconcile = next(e for e in events if e.attrs_dict().get("action") == "reconcile")
     assert reconcile.attrs_dict()["commits_made"] == 1
     assert reconcile.attrs_dict()["evals_recorded"] == 1
-    speeds_committed = [c.speedup for c in reversed(resumed.history.candidates())]
-    assert speeds_committed[:2] == [1.2, 1.3] and speeds_committed[-1] == knob_speed(
+    committed = list(reversed(resumed.history.candidates()))
+    assert [(c.speedup, c.new_best) for c in committed[:3]] == [
+        (1.0, False),
+        (1.2, True),
+        (1.3, True),
+    ]
+    assert [c.speedup for c in committed if c.new_best][-1] == knob_speed(
         {"BLOCK_M": 128, "BLOCK_N": 32}
     )
     evals = [e for e in events if e.kind == "eval"]

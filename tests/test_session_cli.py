@@ -198,7 +198,7 @@ def test_a_tuner_session_runs_without_textual_anthropic_or_duckdb(
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ended: done" in result.stdout
-    assert read_meta(tmp_path / "tr" / "gpu-like").stats["commits"] == 2
+    assert read_meta(tmp_path / "tr" / "gpu-like").stats["commits"] == 7  # every point passed
 
 
 def test_sigterm_ends_a_background_session_cleanly(tmp_path: Path, env: dict[str, str]) -> None:
@@ -244,12 +244,29 @@ def test_replay_from_a_recorded_session_on_the_command_line(
         for s in ("orig", "again")
     ]
     assert knobs[0] == knobs[1] and len(knobs[0]) == 7
-    # The replay commits every verified candidate; the tuner committed only its improvements.
+    # Both commit every verified candidate (each point here passes and changes knobs.json).
     assert read_meta(tmp_path / "tr" / "again").stats["commits"] == 7
-    assert read_meta(tmp_path / "tr" / "orig").stats["commits"] == 2
+    assert read_meta(tmp_path / "tr" / "orig").stats["commits"] == 7
     empty = tmp_path / "nothing"
     empty.mkdir()
     refused = kernelseek(
         env, tmp_path, "run", str(task), "--agent", "replay", "--replay-from", str(empty), *common
     )
     assert refused.returncode == 2 and "no recorded events" in refused.stderr
+
+
+def test_every_run_option_says_what_it_does() -> None:
+    import argparse
+
+    from kernelseek_tui.commands import run as run_command
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    run_command.register(sub)
+    parser = sub.choices["run"]
+    silent = [
+        action.option_strings or [action.dest]
+        for action in parser._actions
+        if action.help != argparse.SUPPRESS and not action.help
+    ]
+    assert silent == []
+    assert "<member" not in parser.format_help()  # defaults shown as values

@@ -20,6 +20,7 @@ from kernelseek_tui.session.meta import CRASHED, FINISHED, effective_status, rea
 from tests.test_session_support import (
     ScriptedAgent,
     SequenceEvaluator,
+    edit_step,
     git,
     make_task_repo,
     read_events,
@@ -150,20 +151,20 @@ def test_the_judge_is_the_original_task_whatever_the_workspace_says(
 
 
 def test_objective_override_verifies_on_that_set(task_dir: Path, tmp_path: Path) -> None:
-    steps = [("tool", "evaluate", {"set": "quick"}), EVALUATE]
+    steps = [edit_step("a"), ("tool", "evaluate", {"set": "quick"}), edit_step("b"), EVALUATE]
     engine, agent, evaluator, _ = run(
         task_dir, tmp_path, steps, [1.2, 1.3], objective_sets=["quick"]
     )
     assert evaluator.calls[0][1] == ["quick"] and evaluator.calls[1][1] == ["quick"]
     assert [c.speedup for c in engine.history.candidates()] == [1.3, 1.2]
-    assert "the objective (quick)" in agent.outcomes[1].text
+    assert "the objective (quick)" in agent.outcomes[3].text
 
 
 def test_plateau_and_failure_streak_raise_repertoire_questions_and_commits_carry_them(
     task_dir: Path, tmp_path: Path
 ) -> None:
     speeds = [1.2, 1.2, 1.19, 1.2, None, None, None, 1.5]
-    steps = [EVALUATE] * len(speeds)
+    steps = [step for i in range(len(speeds)) for step in (edit_step(f"v{i}"), EVALUATE)]
     engine, agent, _, _ = run(
         task_dir,
         tmp_path,
@@ -411,8 +412,9 @@ def test_the_repertoire_ranking_reads_the_record_of_past_sessions(
 ) -> None:
     from kernelseek_tui.session.questions import QuestionDesk
 
+    steps = [step for i in range(4) for step in (edit_step(f"v{i}"), EVALUATE)]
     engine, _, _, _ = run(
-        task_dir, tmp_path, [EVALUATE] * 4, [1.2, 1.2, 1.2, 2.0], decisions={"plateau_evals": 2}
+        task_dir, tmp_path, steps, [1.2, 1.2, 1.2, 2.0], decisions={"plateau_evals": 2}
     )
     asked = next(e for e in read_events(engine.session_dir) if e.kind == "question")
     desk = QuestionDesk(
@@ -435,3 +437,56 @@ def test_the_real_evaluator_judges_a_forbidden_include_without_a_gpu(
     assert evaluation.verdict == "fail"
     assert "cublas_v2.h" in agent.outcomes[1].text
     assert engine.history.candidates() == []
+
+
+def test_every_verified_candidate_is_a_commit_and_the_same_code_again_is_attached(
+    task_dir: Path, tmp_path: Path
+) -> None:
+    from kernelseek_tui.browse.session_data import counts
+    from kernelseek_tui.browse.timeline import Timeline
+    from kernelseek_tui.trace.reader import read_session
+
+    steps = [EVALUATE, edit_step("a"), EVALUATE, EVALUATE, edit_step("b"), EVALUATE]
+    steps += [edit_step("c"), EVALUATE]
+    engine, agent, _, _ = run(task_dir, tmp_path, steps, [1.0, 1.2, 1.25, 1.1, 1.4])
+    history = engine.history
+    # A slower candidate is a commit too; only the faster ones are marked new bests.
+    candidates = list(reversed(history.candidates()))
+    assert [(c.n, c.speedup, c.new_best) for c in candidates] == [
+        (1, 1.2, True),
+        (2, 1.1, False),
+        (3, 1.4, True),
+    ]
+    # No empty commit: each one changes the kernel.
+    for candidate in candidates:
+        changed = git(history.repo, "show", "--name-only", "--format=", candidate.sha).split()
+        assert changed == ["kernels/flash_fwd/baseline.cu"]
+    events = read_events(engine.session_dir)
+    evals = [e for e in events if e.kind == "eval"]
+    commits = [e for e in events if e.kind == "commit"]
+    assert [json.loads(c.attrs)["eval_seq"] for c in commits] == [e.seq for e in evals]
+    assert [
+        (json.loads(c.attrs)["attached"], json.loads(c.attrs)["new_best"]) for c in commits
+    ] == [
+        (True, False),  # the starting kernel, unchanged: onto the start commit
+        (False, True),
+        (True, False),  # candidate 1 again, 1.25x: not a new candidate, nor a new best
+        (False, False),
+        (False, True),
+    ]
+    assert [c.git_sha for c in commits] == [history.base_sha] + [
+        candidates[i].sha for i in (0, 0, 1, 2)
+    ]
+    assert "the start commit evaluated again" in (commits[0].text or "")
+    assert "not committed again: the code is unchanged since candidate 1" in agent.outcomes[3].text
+    assert "committed as candidate 3" in agent.outcomes[7].text and "a new best" in (
+        agent.outcomes[7].text
+    )
+    assert [a["seq"] for a in history.attached(candidates[0].sha)] == [evals[2].seq]
+    assert [a["seq"] for a in history.attached(history.base_sha)] == [evals[0].seq]
+    assert read_meta(engine.session_dir).stats["commits"] == 3
+    assert counts(read_session(engine.session_dir))["commits"] == 3  # what the header shows
+    # The app's links: a commit opens on the eval it was made from, either eval finds it.
+    timeline = Timeline.from_events(read_session(engine.session_dir))
+    assert timeline.eval_seq_for_commit(candidates[0].sha) == evals[1].seq
+    assert timeline.commit_for_eval_seq(evals[2].seq) == candidates[0].sha

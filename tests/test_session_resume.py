@@ -15,6 +15,7 @@ from kernelseek_tui.session.meta import read_meta, write_meta
 from tests.test_session_support import (
     ScriptedAgent,
     SequenceEvaluator,
+    dying_on_call,
     make_task_repo,
     read_events,
     session_config,
@@ -67,31 +68,42 @@ def test_a_commit_made_but_not_recorded_is_recorded_not_made_again(start: Any) -
 
     engine.record_commit = dies  # type: ignore[method-assign]
     with pytest.raises(Crash):
-        engine.run(ScriptedAgent([EVALUATE]))
+        engine.run(ScriptedAgent([EDIT, EVALUATE]))
     session_dir = crashed(engine)
     assert len(engine.history.candidates()) == 1
-    resumed, events = resume(session_dir, [EVALUATE])
+    resumed, events = resume(session_dir, [EDIT, EVALUATE])
     commits = [e for e in events if e.kind == "commit"]
     assert len(commits) == 1 and json.loads(commits[0].attrs)["recovered"] is True
+    assert json.loads(commits[0].attrs)["attached"] is False
     assert [c.sha for c in resumed.history.candidates()] == [commits[0].git_sha]
-    results = [e for e in events if e.kind == "tool_result"]
+    results = [e for e in events if e.kind == "tool_result" and e.tool_name == "evaluate"]
     assert len(results) == 1 and "harness restarted" in results[0].text
     assert "The evaluation itself had finished" in results[0].text
 
 
+def test_an_evaluation_attached_but_not_recorded_is_recorded_as_attached(start: Any) -> None:
+    # The same code evaluated twice: the second evaluation went onto the first's commit.
+    engine = start()
+    engine.record_commit = dying_on_call(2, engine.record_commit, Crash)  # type: ignore[method-assign]
+    steps = [EDIT, EVALUATE, EVALUATE]
+    with pytest.raises(Crash):
+        engine.run(ScriptedAgent(steps))
+    session_dir = crashed(engine)
+    (candidate,) = engine.history.candidates()
+    resumed, events = resume(session_dir, steps)
+    commits = [e for e in events if e.kind == "commit"]
+    assert [c.git_sha for c in commits] == [candidate.sha, candidate.sha]
+    second = json.loads(commits[1].attrs)
+    assert second["attached"] is True and second["recovered"] is True and second["n"] == 1
+    assert len(resumed.history.candidates()) == 1
+    assert read_meta(session_dir).stats["commits"] == 1
+
+
 def test_a_verified_candidate_not_yet_committed_is_committed_on_resume(start: Any) -> None:
     engine = start()
-    original = engine.history.commit_candidate
-    calls: list[int] = []
-
-    def dies_first(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise Crash
-        return original(*args, **kwargs)
-
-    engine.history.commit_candidate = dies_first  # type: ignore[method-assign]
-    steps = [EVALUATE, ("tool", "draw_question", {}), EDIT, EVALUATE]
+    history = engine.history
+    history.commit_candidate = dying_on_call(2, history.commit_candidate, Crash)  # type: ignore[method-assign]
+    steps = [EDIT, EVALUATE, ("tool", "draw_question", {}), EDIT, EVALUATE]
     with pytest.raises(Crash):
         engine.run(ScriptedAgent(steps))
     session_dir = crashed(engine)

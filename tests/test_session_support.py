@@ -159,12 +159,35 @@ def read_events(session_dir: Path) -> list[Any]:
     return table_to_events(read_session(session_dir))
 
 
+def dying_on_call(
+    call: int, original: Callable[..., Any], crash: type[BaseException]
+) -> Callable[..., Any]:
+    """``original``, except that its ``call``-th call raises ``crash`` (the process dying)."""
+    calls = 0
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == call:
+            raise crash
+        return original(*args, **kwargs)
+
+    return wrapper
+
+
+def edit_step(mark: str) -> tuple[Any, ...]:
+    """A ScriptedAgent step that adds the line ``// mark`` to the kernel: the next evaluation
+    judges new code (the same code evaluated again is no new candidate)."""
+    include = "#include <math.h>"
+    change = {"path": "baseline.cu", "old_text": include, "new_text": f"{include}\n// {mark}"}
+    return ("tool", "edit_file", change)
+
+
 class ScriptedAgent:
     """Runs a fixed list of steps: ("tool", name, input), ("text", words) for limit claims,
     ("end_turn", reason) for a finish request without the tool. Records each outcome."""
 
     name = "scripted"
-    commit_policy = "verified"
     raises_decisions = True
 
     def __init__(self, steps: list[tuple[Any, ...]]) -> None:

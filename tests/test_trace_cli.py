@@ -82,6 +82,15 @@ def test_query_canned_with_params(traces: Path, capsys: pytest.CaptureFixture[st
         capsys,
     )
     assert code == 0 and out.strip().endswith("(0 rows)")
+    code, out, _ = _run(
+        ["query", "--traces", str(traces), "--canned", "evals", "--session", "s1"], capsys
+    )
+    assert code == 0 and out.strip().endswith("(1 row)")  # a session that is there
+
+
+def test_query_help_reads_as_plain_text() -> None:
+    result = _cli("query", "--help")
+    assert result.returncode == 0 and "%%" not in result.stdout and "more than 5%" in result.stdout
 
 
 def test_query_csv_json_and_parquet(
@@ -148,6 +157,8 @@ def test_query_reads_the_traces_root_from_the_environment(
             "wants a whole number",
         ),
         (["--traces", "{traces}"], "give either SQL or --canned"),
+        (["--traces", "{traces}", "--canned", "timeline", "--session", "nosuch"], "no session"),
+        (["--traces", "{traces}", "--canned", "evals", "-p", "session=s"], "no session 's'"),
     ],
 )
 def test_query_bad_input_gives_one_line_and_nonzero_exit(
@@ -239,3 +250,38 @@ def test_import_bad_transcripts_give_one_line(tmp_path: Path, content: bytes, me
 def test_import_a_missing_path_is_an_error(tmp_path: Path) -> None:
     result = _cli("import", "claude-code", str(tmp_path / "nope.jsonl"), "--traces", str(tmp_path))
     assert result.returncode != 0 and "no such file" in result.stderr
+
+
+def test_import_a_project_imports_every_good_file_and_counts_a_resumed_one_once(
+    tmp_path: Path,
+) -> None:
+    from tests.test_trace_import import _resumed_copy
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a-broken.jsonl").write_text('{"type": "user", "uuid": "x"\n{"type": "user"}\n')
+    (project / "b-original.jsonl").write_bytes((FIXTURES / "simple.jsonl").read_bytes())
+    (project / "c-snapshots.jsonl").write_text(
+        '{"type": "file-history-snapshot", "messageId": "m", "snapshot": {}}\n'
+    )
+    _resumed_copy(project / "b-original.jsonl", project / "d-resumed.jsonl")
+    root = tmp_path / "traces"
+    result = _cli("import", "claude-code", str(project), "--traces", str(root))
+    assert result.returncode == 1  # one file failed, and says so
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 2 and "Traceback" not in result.stderr
+    assert errors[0].startswith("kernelseek import: error: ") and "a-broken.jsonl:1" in errors[0]
+    assert errors[1] == "kernelseek import: 1 of 4 files not imported"
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].endswith("b-original.jsonl -> cc-b-original: 8 events added "
+                             "(1 non-conversation lines skipped)")  # fmt: skip
+    assert "c-snapshots.jsonl: no conversation in it, nothing imported" in lines[1]
+    assert lines[2].endswith(
+        "d-resumed.jsonl -> cc-d-resumed: 2 events added "
+        "(7 already imported from another file of the project)"
+    )
+    counted = _cli(
+        "query", "--traces", str(root), "--format", "json",
+        "SELECT count(*) AS n, count(*) FILTER (WHERE kind = 'tool_call') AS calls FROM events",
+    )  # fmt: skip
+    assert json.loads(counted.stdout) == [{"n": 10, "calls": 1}]  # not 2: the call once

@@ -14,6 +14,7 @@ from kernelseek_tui.trace.importers.claude_code import (
     import_claude_code,
     parse_transcript,
 )
+from kernelseek_tui.trace.importers.claude_code_project import import_transcripts
 from kernelseek_tui.trace.pricing import estimate_cost
 from kernelseek_tui.trace.reader import read_session
 
@@ -158,3 +159,89 @@ def test_imported_files_are_plain_parquet(tmp_path: Path) -> None:
 def test_not_a_transcript(tmp_path: Path) -> None:
     with pytest.raises(TranscriptError, match=r"not_jsonl\.jsonl:1: not a Claude Code JSONL"):
         parse_transcript(FIXTURES / "not_jsonl.jsonl")
+
+
+def _resumed_copy(original: Path, dest: Path) -> Path:
+    """What ``claude --resume`` writes: the earlier lines copied (same uuids, the new file's
+    session id), then the new turn."""
+    lines = [json.loads(line) for line in original.read_text().splitlines()]
+    copied = [{**line, "sessionId": "resumed-0001"} for line in lines if line.get("uuid")]
+    last = copied[-1]
+    new_turn = [
+        {
+            "type": "user",
+            "uuid": "b2000000-0000-4000-8000-000000000001",
+            "parentUuid": last["uuid"],
+            "sessionId": "resumed-0001",
+            "timestamp": "2026-12-01T10:00:00Z",
+            "message": {"role": "user", "content": "Go on from there."},
+        },
+        {
+            "type": "assistant",
+            "uuid": "b2000000-0000-4000-8000-000000000002",
+            "parentUuid": "b2000000-0000-4000-8000-000000000001",
+            "sessionId": "resumed-0001",
+            "timestamp": "2026-12-01T10:00:05Z",
+            "message": {
+                "id": "msg_02Resumed",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "Going on."}],
+                "usage": {"input_tokens": 11, "output_tokens": 7},
+            },
+        },
+    ]
+    dest.write_text("".join(json.dumps(line) + "\n" for line in copied + new_turn))
+    return dest
+
+
+def _totals(root: Path) -> tuple[int, int, int]:
+    ((events, distinct, tokens),) = duckdb.sql(
+        f"SELECT count(*), count(DISTINCT event_id), sum(output_tokens) "
+        f"FROM read_parquet('{root}/*/events.parquet')"
+    ).fetchall()
+    return events, distinct, tokens
+
+
+@pytest.mark.parametrize("order", ["together", "resumed first", "original first"])
+def test_a_resumed_session_counts_each_line_once(tmp_path: Path, order: str) -> None:
+    project = tmp_path / "projects" / "-home-dev-kernels"
+    project.mkdir(parents=True)
+    original = project / "first.jsonl"
+    shutil.copy(FIXTURES / "simple.jsonl", original)
+    resumed = _resumed_copy(original, project / "second.jsonl")
+    root = tmp_path / "traces"
+    if order == "together":
+        outcomes = import_transcripts([resumed, original], root)  # any order on the line
+    elif order == "resumed first":
+        outcomes = import_transcripts([resumed], root) + import_transcripts([original], root)
+    else:
+        outcomes = import_transcripts([original], root) + import_transcripts([resumed], root)
+    assert all(o.error is None for o in outcomes)
+    alone = tmp_path / "alone"
+    import_transcripts([FIXTURES / "simple.jsonl"], alone)
+    events, distinct, tokens = _totals(root)
+    _, _, tokens_alone = _totals(alone)
+    # The 8 events of the original once, plus the resumed turn (2 events, 7 output tokens).
+    assert (events, distinct, tokens) == (10, 10, tokens_alone + 7)
+    by_path = {o.path: o.result for o in outcomes}
+    added = sum(r.added for r in by_path.values() if r is not None)
+    assert added == 10
+
+
+def test_every_good_file_is_imported_and_each_bad_one_reported(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    snapshots = tmp_path / "snapshots.jsonl"
+    snapshots.write_text(
+        json.dumps({"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}}) + "\n"
+    )
+    files = [bad, FIXTURES / "simple.jsonl", snapshots, FIXTURES / "parallel_tools.jsonl"]
+    outcomes = import_transcripts(files, tmp_path / "traces")
+    assert [o.path for o in outcomes] == files
+    assert outcomes[0].error is not None and "bad.jsonl:1" in outcomes[0].error
+    assert outcomes[1].result is not None and outcomes[1].result.added == 8
+    # Claude Code writes files of snapshot lines only: nothing to import, and no error.
+    assert outcomes[2].error is None and outcomes[2].result is not None
+    assert outcomes[2].result.added == 0 and not (tmp_path / "traces" / "cc-snapshots").exists()
+    assert outcomes[3].result is not None and outcomes[3].result.added > 0

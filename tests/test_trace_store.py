@@ -118,6 +118,30 @@ def test_jumps_are_passing_evals_that_beat_the_best_so_far_by_the_threshold(root
     ]
 
 
+def test_the_same_code_timed_again_is_no_jump_but_raises_the_bar(tmp_path: Path) -> None:
+    def timed(speedup: float, code: str) -> dict[str, Any]:
+        return {**_eval(speedup), "candidate_sha": code, "eval_id": f"{code}-{speedup}"}
+
+    _write(
+        tmp_path,
+        "c",
+        [
+            timed(1.2, "x"),  # 0 jump: new code
+            _q("measure-first", "What does the profiler say?"),  # 1
+            timed(1.4, "x"),  # 2 the same code again: noise, no jump
+            timed(1.45, "y"),  # 3 new code, but within 5% of the 1.4 measured before
+            timed(1.6, "z"),  # 4 jump: 1.45 -> 1.6
+        ],
+    )
+    store = TraceStore(tmp_path)
+    rows = store.query("SELECT seq, prev_best, speedup FROM jumps ORDER BY seq")
+    assert _rows(rows, "seq", "prev_best", "speedup") == [(0, 1.0, 1.2), (4, 1.45, 1.6)]
+    paired = store.canned("question-jumps", session="c")
+    assert _rows(paired, "eval_seq", "question_id") == [(0, None), (4, "measure-first")]
+    effect = {r["question_id"]: r for r in store.canned("question-effect", k=1).to_pylist()}
+    assert effect["measure-first"]["followed_by_jump"] == 0  # the eval right after: timed again
+
+
 def test_question_jumps_pairs_each_jump_with_the_last_question_before_it(root: Path) -> None:
     table = TraceStore(root).canned("question-jumps")
     assert _rows(

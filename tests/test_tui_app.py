@@ -51,14 +51,20 @@ async def test_three_panes_side_by_side_when_wide(demo: Path) -> None:
         text = header_text(app)
         assert SCRIPTED in text and "best 1.597x" in text and "calls 21" in text
         assert "not measured" in text  # the scripted recording says its numbers are stand-ins
-        # It opens on the last evaluation, its candidate and its benchmark table.
+        # It opens on the best evaluation, the commit holding it and its benchmark table. The
+        # best (1.597x) is candidate 3's code evaluated again: attached to candidate 3, whose
+        # own evaluation (1.587x) came earlier.
         view = app.query_one(TranscriptView)
         assert view.index is not None
         assert view.index.kind_at(view.selected_row or 0) == "eval"
+        assert app.timeline is not None and view.selected_seq == app.timeline.best_eval_seq
         bench = app.query_one(BenchmarkPane)
         assert bench.table.row_count == 12
         history = app.query_one(HistoryPane)
-        assert history.selected is not None and history.selected.eval_seq == view.selected_seq
+        assert history.selected is not None and history.selected.n == 3
+        assert history.selected.sha == app.timeline.commit_for_eval_seq(view.selected_seq)
+        assert history.selected.eval_seq is not None
+        assert history.selected.eval_seq < view.selected_seq
 
 
 async def test_narrow_terminal_shows_one_pane_and_function_keys_switch(demo: Path) -> None:
@@ -123,7 +129,14 @@ async def test_an_eval_picked_in_the_transcript_selects_its_candidate_and_table(
         first_eval = view.selected_seq
         assert first_eval is not None
         history = app.query_one(HistoryPane)
-        assert history.selected is not None and history.selected.eval_seq == first_eval
+        # The first eval is of the start commit's unchanged code: attached to it, no candidate.
+        assert app.timeline is not None and history.selected is not None
+        assert history.selected.sha == app.timeline.commit_for_eval_seq(first_eval)
+        assert history.selected.candidate is None
+        # The next one is candidate 1's own.
+        await pilot.press("right_square_bracket")
+        await settle(app, pilot)
+        assert history.selected.eval_seq == view.selected_seq and history.selected.n == 1
         # A failing eval (not committed) still shows its table, failures first-class.
         for _ in range(10):
             await pilot.press("right_square_bracket")
@@ -155,17 +168,29 @@ async def test_help_lists_every_binding_with_its_id(demo: Path) -> None:
             "benchmark.sort",
         ):
             assert wanted in ids
+        # Keys as typed, not Textual's names for them.
+        keys = {row[3]: row[1] for row in screen.rows}  # type: ignore[attr-defined]
+        assert keys["app.help"] == "?" and keys["transcript.next_eval"] == "]"
+        assert keys["app.sql"] == ":" and keys["transcript.search"] == "/"
+        assert not any("_" in key for key in keys.values())
         await pilot.press("escape")
         assert not hasattr(app.screen, "rows")
+
+
+def with_keymap(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> KernelseekApp:
+    """The app on the scripted demo with ``text`` as the user's keymap file."""
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text("[keymap]\n" + text)
+    monkeypatch.setenv("KERNELSEEK_KEYMAP", str(keymap))
+    return KernelseekApp(demo / SCRIPTED)
 
 
 async def test_a_keymap_file_rebinds_by_id(
     demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    keymap = tmp_path / "keymap.toml"
-    keymap.write_text('[keymap]\n"app.pane_history" = "ctrl+y"\n')
-    monkeypatch.setenv("KERNELSEEK_KEYMAP", str(keymap))
-    app = KernelseekApp(demo / SCRIPTED)
+    app = with_keymap(demo, tmp_path, monkeypatch, '"app.pane_history" = "ctrl+y"\n')
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         await pilot.press("f3")
@@ -174,29 +199,62 @@ async def test_a_keymap_file_rebinds_by_id(
         assert _visible(app, "history")
 
 
+async def test_a_keymap_naming_no_binding_says_so(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = '"app.pane_histroy" = "ctrl+y"\n"app.pane_benchmark" = "ctrl+b"\n'
+    app = with_keymap(demo, tmp_path, monkeypatch, text)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        messages = [n.message for n in app._notifications]
+        assert any("'app.pane_histroy'" in m and "ignored" in m for m in messages)
+        await pilot.press("ctrl+b")  # the good entry still applies
+        assert _visible(app, "benchmark")
+
+
 async def test_the_query_screen_opens_over_every_session(demo: Path) -> None:
+    from kernelseek_tui.tui.screens.query import QueryScreen
+
     app = KernelseekApp(demo / SCRIPTED, traces_root=demo)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app, pilot)
-        await pilot.press("f5")
+        await pilot.press("f5")  # opens and runs question-jumps at once
         await settle(app, pilot)
-        assert type(app.screen).__name__ == "QueryScreen"
+        screen = app.screen
+        assert isinstance(screen, QueryScreen)
+        assert screen.results.row_count > 0 and screen.last_error is None
+        status = str(screen.query_one("#query-status").render())
+        assert status.startswith("question-jumps: ")
         await pilot.press("escape")
         await pilot.pause()
         assert type(app.screen).__name__ != "QueryScreen"
-
-
-async def test_steering_a_finished_session_is_refused_plainly(demo: Path) -> None:
-    app = KernelseekApp(demo / SCRIPTED)
-    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("colon")  # opens to type: nothing runs
         await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, QueryScreen) and screen.results.row_count == 0
+
+
+def footer_text(app: KernelseekApp) -> str:
+    return str(app.screen._compositor.render_strips()[-1].text)  # the last line: the footer
+
+
+async def test_a_finished_session_offers_no_steering_keys(demo: Path) -> None:
+    app = KernelseekApp(demo / SCRIPTED)
+    async with app.run_test(size=(200, 45)) as pilot:
+        await settle(app, pilot)
+        footer = footer_text(app)
+        assert "Query" in footer and "Ask" not in footer and "Pause" not in footer
         for key in ("a", "p", "ctrl+x"):
             await pilot.press(key)
             await pilot.pause()
         assert not app.query_one(QuestionBar).is_open
-        messages = [n.message for n in app._notifications]
-        assert any("not running" in m for m in messages)
         assert not (demo / SCRIPTED / "inbox.jsonl").exists()
+        # The palette offers them no more than the footer does; a direct call says why.
+        titles = {c.help.split()[0] for c in app.get_system_commands(app.screen)}
+        assert "app.ask" not in titles and "app.stop" not in titles
+        app._can_steer("ask")
+        await pilot.pause()
+        assert any("not running" in n.message for n in app._notifications)
 
 
 async def test_the_measured_session_opens_with_its_gpu_figures(demo: Path) -> None:
@@ -207,6 +265,12 @@ async def test_the_measured_session_opens_with_its_gpu_figures(demo: Path) -> No
         assert "measured" in header_text(app)
         bench = app.query_one(BenchmarkPane)
         assert bench.table.row_count == 12
+        # It opens on the best evaluation (1.109x), not on the last one (0.934x).
+        assert bench.summary is not None and round(bench.summary.geomean_speedup or 0, 3) == 1.109
+        view = app.query_one(TranscriptView)
+        assert bench.title == f"eval at seq {view.selected_seq}"
+        history = app.query_one(HistoryPane)
+        assert history.selected is not None and history.selected.eval_seq == view.selected_seq
         meta = json.loads((demo / name / "session.json").read_text())
         assert meta["agent"] == "tuner"
 
@@ -229,7 +293,7 @@ async def test_the_palette_offers_every_action_and_runs_one(demo: Path) -> None:
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app, pilot)
         titles = {c.help.split()[0] for c in app.get_system_commands(app.screen)}
-        for wanted in ("app.query", "app.ask", "transcript.filter", "history.bisect"):
+        for wanted in ("app.query", "app.sql", "transcript.filter", "history.bisect"):
             assert wanted in titles
         await pilot.press("ctrl+p")
         await pilot.pause()
@@ -279,3 +343,23 @@ async def test_z_zooms_the_focused_pane_and_back(demo: Path) -> None:
         await pilot.press("z")
         await pilot.pause()
         assert all(_visible(app, n) for n in ("transcript", "history", "benchmark"))
+
+
+async def test_the_detail_of_an_eval_has_its_scenario_table(demo: Path) -> None:
+    from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
+
+    app = KernelseekApp(demo / SCRIPTED)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        view = app.query_one(TranscriptView)
+        assert view.index is not None and view.index.kind_at(view.selected_row or 0) == "eval"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, EventDetailScreen)
+        assert screen.title_text.startswith(f"eval · seq {view.selected_seq} · ")
+        assert screen.scenarios is not None
+        lines = screen.scenarios.splitlines()
+        assert lines[0].split() == ["scenario", "pass", "speedup", "vs", "FA3", "TFLOP/s", "ms",
+                                    "max", "err"]  # fmt: skip
+        assert len(lines) == 1 + 12 and all("✓" in line for line in lines[1:])

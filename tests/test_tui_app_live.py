@@ -82,6 +82,9 @@ async def test_pause_and_stop_go_to_the_inbox(tmp_path: Path) -> None:
     app = KernelseekApp(session_dir, live=True)
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_until(pilot, lambda: app.data is not None)
+        await pilot.pause()
+        footer = str(app.screen._compositor.render_strips()[-1].text)
+        assert "Ask" in footer and "Pause" in footer  # a running session: the keys are offered
         app.query_one(TranscriptView).focus()
         await pilot.press("p")
         await pilot.press("ctrl+x")  # armed, not sent

@@ -127,6 +127,17 @@ def test_sort_puts_missing_values_last_in_either_direction(descending: bool) -> 
     assert by_ratio[-2:] == ["c-mid", "d-unreached"]  # both without an FA3 number
 
 
+def test_sort_by_name_orders_the_numbers_in_names_by_value() -> None:
+    names = ["bench-s16384-d128-c1", "bench-s2048-d64-c0", "Bench-s4096-d128-c0", "s1x1-d64"]
+    rows = [BenchmarkRow(n, True, None, None, 1.0, None, None, None, None) for n in names]
+    assert [r.scenario for r in sort_rows(rows, "scenario")] == [
+        "bench-s2048-d64-c0",
+        "Bench-s4096-d128-c0",
+        "bench-s16384-d128-c1",  # not before s2048, as text would have it
+        "s1x1-d64",
+    ]
+
+
 def test_sort_by_name_pass_and_evaluation_order() -> None:
     rows = rows_of(_result())
     names = [r.scenario for r in sort_rows(rows, "scenario")]
@@ -256,3 +267,27 @@ async def test_j_k_g_G_move_and_the_failing_reasons_show_for_the_selected_row() 
         assert pane.selected_row.scenario == "c-mid"
         await pilot.press("g")
         assert pane.selected_row.scenario == "b-small"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("width", [30, 45, 60, 80])
+async def test_a_narrow_pane_keeps_numbers_whole_and_drops_columns(width: int) -> None:
+    # A table wider than the pane used to be cut at its edge: "1" for 1.345, "0.0" for 0.012.
+    scenarios = [
+        _scenario(f"bench-s{n}-d128-c1", True, n / 1e4, speedup=1.345, tflops=412.5,
+                  fa3_ms=n / 9e3, fa3_tflops=456.25)
+        for n in (2048, 4096, 16384)
+    ]  # fmt: skip
+    result = EvalResult(eval_id="e", verdict="pass", scenarios=scenarios, summary=EvalSummary())
+    app = PaneApp()
+    async with app.run_test(size=(width, 20)) as pilot:
+        pane = app.query_one(BenchmarkPane)
+        pane.show(result, "eval 1")
+        await pilot.pause()
+        table = pane.table
+        for index, scenario in enumerate(scenarios):
+            whole = {"✓", "pass", scenario.name, "1.345", "412.5", "456.2", "1.11"}
+            whole |= {f"{scenario.ms:.3f}", "1.00e-03", "2.0e-03"}
+            drawn = table.render_line(index + 1).text.split()
+            assert "1.345" in drawn, (width, drawn)  # the speedup survives any width here
+            assert all(word in whole or word.endswith("…") for word in drawn), (width, drawn)

@@ -192,18 +192,21 @@ async def test_the_table_shows_the_candidates_newest_first_under_the_sparkline(
         rows = table_of(app)
         assert len(rows) == len(session.candidates) + 1
         for row, candidate in zip(rows, session.candidates, strict=False):
-            assert row[1:6] == [
+            assert row[1:7] == [
                 str(candidate.n),
                 str(candidate.seq),
                 f"{candidate.speedup:.2f}x",
+                "★" if candidate.new_best else "",
                 "0.50",
                 "4/4",
             ]
-            assert row[6] == candidate.short_sha
-        assert rows[-1][3] == "start" and rows[-1][6] == session.history.base_sha[:10]
+            assert row[7] == candidate.short_sha
+        # 1.19x after 1.25x is the one candidate that is no new best.
+        assert [row[4] for row in reversed(rows[:-1])] == ["★", "★", "★", "", "★", "★", "★"]
+        assert rows[-1][3] == "start" and rows[-1][7] == session.history.base_sha[:10]
         # The draw_question came after candidate 3: candidates 4.. show it, 1..3 do not.
         question = Timeline.from_events(session.table).questions[0].text
-        by_n = {int(row[1]): row[7] for row in rows[:-1]}
+        by_n = {int(row[1]): row[8] for row in rows[:-1]}
         assert by_n[3] == "" and by_n[4] and question.startswith(by_n[4].rstrip("…"))
         plot = app.query_one(SpeedupPlot)
         drawn = str(plot.render()).splitlines()
@@ -212,7 +215,7 @@ async def test_the_table_shows_the_candidates_newest_first_under_the_sparkline(
         assert drawn[0].startswith("best 1.50x over 15 tool calls")
         assert drawn[1] == timeline.sparkline(plot.size.width)
         assert drawn[2].count("?") == 1
-        assert status_of(app) == "7 candidates"
+        assert status_of(app) == "7 candidates, 6 new bests (★)"
 
 
 async def test_moving_posts_candidate_selected_and_selecting_from_the_app_is_quiet(
@@ -417,3 +420,37 @@ async def test_a_big_diff_scrolls_virtually() -> None:
         await pilot.pause()
         assert view.scroll_offset.y == 0
         assert view.render_line(0).text.rstrip() == lines[0]
+
+
+@pytest.mark.parametrize("width", [24, 36, 52, 70])
+async def test_a_narrow_pane_shows_each_number_whole_or_not_at_all(
+    session: RealSession, width: int
+) -> None:
+    # A column cut at the pane's edge showed "1" for 1.25x and "4" for a sha; every word the
+    # pane draws must be a whole value of its row, or end in an ellipsis.
+    app = HistoryApp(session)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.query_one(CandidateTable)
+        timeline = Timeline.from_events(session.table)
+        for position, candidate in enumerate(session.candidates):
+            asked = timeline.question_before(candidate.seq)
+            whole = {
+                str(candidate.n),
+                str(candidate.seq),
+                f"{candidate.speedup:.2f}x",
+                "0.50",
+                f"{candidate.passed}/{candidate.total}",
+                candidate.short_sha,
+                *(["★"] if candidate.new_best else []),
+                *(asked.text.split() if asked is not None else []),
+            }
+            drawn = table.render_line(position + 1).text.split()
+            assert drawn, f"row {position} is empty at width {width}"
+            assert all(word in whole or word.endswith("…") for word in drawn), (width, drawn)
+        shown = [str(column.label) for column in table.columns.values()]
+        assert {MARK, "n", "speedup"} <= set(shown)  # the most telling columns stay
+        assert (width >= 36) == ("sha" in shown)
+        label = str(app.query_one(SpeedupPlot).render()).splitlines()[0]
+        assert label.endswith("(?)") or label.endswith("…"), label  # never "over 1" for 15

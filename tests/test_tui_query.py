@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Input, Static
 
 from benchmarks.synthetic import generate_sessions_fast
-from kernelseek_tui.trace.store import TraceStore
+from kernelseek_tui.trace.store import CANNED, TraceStore
 from kernelseek_tui.tui.screens.query import CANNED_ORDER, QueryScreen, inline_params
 from kernelseek_tui.tui.widgets.arrow_table import NULL, ArrowTable
 
@@ -210,10 +210,24 @@ async def test_ctrl_r_reloads_the_traces_to_see_a_new_session(tmp_path: Path) ->
 
 def test_inline_params_writes_sql_literals() -> None:
     sql = "SELECT * FROM t WHERE a > $threshold AND ($session IS NULL OR s = $session) AND $k"
+    # An unset optional filter goes: never "NULL IS NULL OR s = NULL".
     assert inline_params(sql, {"threshold": 0.05, "session": None, "k": 3}) == (
-        "SELECT * FROM t WHERE a > 0.05 AND (NULL IS NULL OR s = NULL) AND 3"
+        "SELECT * FROM t WHERE a > 0.05 AND 3"
+    )
+    assert inline_params(sql, {"threshold": 0.05, "session": "a", "k": 3}) == (
+        "SELECT * FROM t WHERE a > 0.05 AND (s = 'a') AND 3"
     )
     assert inline_params("x = $name AND $other", {"name": "it's"}) == "x = 'it''s' AND $other"
+
+
+@pytest.mark.parametrize("name", sorted(CANNED))
+def test_every_canned_query_reads_as_written_and_runs_as_shown(name: str, traces: Path) -> None:
+    query = CANNED[name]
+    shown = inline_params(query.sql, query.params)
+    assert "NULL IS NULL" not in shown and "= NULL" not in shown and "$" not in shown
+    # What the box shows is the query: run as typed, it gives what the canned one gives.
+    store = TraceStore(traces)
+    assert store.query(shown).equals(store.canned(name))
 
 
 # -- ArrowTable on its own -----------------------------------------------------------------------

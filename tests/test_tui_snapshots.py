@@ -50,7 +50,7 @@ def test_main_screen_160x45(demo: Path, snap_compare: Any) -> None:
 def test_query_screen(demo: Path, snap_compare: Any) -> None:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
-        await pilot.press("f5")
+        await pilot.press("colon")  # opens to type (f5 would run question-jumps)
         await settle(pilot)
         # Typed, not run: a run shows its elapsed milliseconds, which no snapshot can hold
         # (tests/test_tui_query.py checks the results themselves).
@@ -82,7 +82,7 @@ def test_decision_moment_bar(demo: Path, snap_compare: Any) -> None:
 def test_diff_view(demo: Path, snap_compare: Any) -> None:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
-        await pilot.press("f3", "j", "enter")  # candidate 8 against its parent
+        await pilot.press("f3", "j", "enter")  # candidate 2 against its parent
         await settle(pilot)
 
     app = KernelseekApp(demo / SCRIPTED)

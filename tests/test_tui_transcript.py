@@ -248,13 +248,18 @@ def test_lines_of_a_synthetic_session(small_table: pa.Table) -> None:
 def test_detail_holds_everything() -> None:
     index = TranscriptIndex(hand_events())
     call = index.detail(2)
-    assert "tool_call · seq 2" in call
+    assert index.detail_title(2).startswith("tool_call · seq 2 · ")
+    assert "tool_call · seq 2" not in call  # said once, in the title
     assert '"path": "kernel.cu"' in call  # pretty JSON, one key a line
     assert "tool input · new_text " in call and "\nx\ny\nz\n" in call  # the edit as it reads
     assert "result (seq 3)" in call and "line two of the result" in call
     failed = index.detail(7)
-    assert '"reasons": [' in failed and "causal_4k" in failed
+    assert 'reasons: ["causal_4k: max error 0.3"]' in failed  # attrs as key: value lines
+    assert "objective: True" in failed and "{" not in failed.split("── attrs")[1].split("\n")[1]
     assert "deadbeefcafe" in failed  # the full sha, not the short one
+    passed = index.detail(index.row_of_seq(11) or 0)
+    assert "speedup: 1.234x" in passed and "vs_fa3: 0.610x" in passed  # units, not raw floats
+    assert "1.2345" not in passed
 
 
 def test_filters(small_table: pa.Table) -> None:
@@ -306,7 +311,7 @@ def test_extend_appends_and_keeps_search_current(small_table: pa.Table) -> None:
     assert index.seq_at(len(index) - 1) == small_table.column("seq")[-1].as_py()
     assert index.matches("syncthreads") == TranscriptIndex(small_table).matches("syncthreads")
     assert len(index.matches("syncthreads")) > len(before)
-    assert index.line(250).seq == 250 and index.detail(250).startswith(index.kind_at(250))
+    assert index.line(250).seq == 250 and index.detail_title(250).startswith(index.kind_at(250))
     index.extend(small_table.slice(0, 0))  # an empty batch changes nothing
     assert len(index) == small_table.num_rows
 
@@ -620,3 +625,24 @@ def test_a_prepared_search_of_thirty_thousand_events_answers_at_once(big_table: 
     elapsed = _timed(lambda: index.matches("syncthreads"))
     assert elapsed < 0.1, f"a search took {elapsed * 1000:.0f} ms"
     assert index.matches("syncthreads")
+
+
+@pytest.mark.parametrize("width", [34, 40, 52])
+def test_a_narrow_pane_cuts_lines_by_words_with_an_ellipsis(width: int) -> None:
+    # Cut at the edge, "BLOCK_M=128" read "BLOCK_M=1" and a speedup of 1.234x read "1".
+    index = TranscriptIndex(hand_events())
+
+    async def script(app: TranscriptApp, view: TranscriptView, pilot: Any) -> None:
+        drawn = screen_text(view)
+        for row in range(len(index)):
+            line = index.line(row)
+            text = drawn[row].rstrip()
+            assert text.startswith(("▶", " ")) and line.clock in text
+            summary = text.split(line.clock, 1)[1][1 + 8 :].split()  # after clock and label
+            whole = line.summary.split()
+            assert all(word in whole or word.endswith("…") for word in summary), (width, text)
+            if summary != whole:
+                assert summary and summary[-1].endswith("…"), (width, text)
+        assert "BLOCK_M=1" not in " ".join(drawn).split()
+
+    drive(index, script, size=(width, 20))

@@ -6,12 +6,14 @@ tested (and reused by a report) without a terminal.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kernelseek_tui.evaluate.result import EvalResult, ScenarioResult, geomean
 
+_DIGITS: Final = re.compile(r"(\d+)")
 PEER: Final = "fa3"  # the peer the table has columns for; the others show in the summary
 
 # The columns one can sort by, in the order the pane cycles through them.
@@ -165,7 +167,17 @@ def fmt(value: float | None, spec: str) -> str:
 
 
 def _sortable(value: Any) -> Any:
-    # bool sorts as int (False < True); strings case-insensitively so "B" sits with "b".
+    # bool sorts as int (False < True); strings case-insensitively so "B" sits with "b", and
+    # by the value of their numbers, so s2048 comes before s16384 (not after, as text would).
     if isinstance(value, str):
-        return value.casefold()
+        return natural_key(value)
     return value
+
+
+def natural_key(text: str) -> tuple[tuple[int, str | int], ...]:
+    """A sort key that orders the numbers inside ``text`` by value: ``s2048`` < ``s16384``."""
+    return tuple(
+        (1, int(part)) if part.isdigit() else (0, part.casefold())
+        for part in _DIGITS.split(text)
+        if part
+    )

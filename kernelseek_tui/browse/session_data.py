@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kernelseek_tui.browse.timeline import commit_link
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import SessionHistory
@@ -134,8 +135,10 @@ def counts(table: pa.Table) -> dict[str, Any]:
         "tool_calls": pc.sum(pc.equal(kinds, "tool_call")).as_py() or 0,
         "evals": pc.sum(pc.equal(kinds, "eval")).as_py() or 0,
         "questions": pc.sum(pc.equal(kinds, "question")).as_py() or 0,
-        "commits": pc.sum(pc.equal(kinds, "commit")).as_py() or 0,
     }
+    # An evaluation attached to a commit that already held its code made no commit.
+    commit_attrs = table.filter(pc.equal(kinds, "commit"))["attrs"].to_pylist()
+    out["commits"] = sum(1 for attrs in commit_attrs if not commit_link(attrs)[1])
     best = pc.max(table["best_speedup"]).as_py() if table.num_rows else None
     out["best_speedup"] = best
     tokens = 0

@@ -45,14 +45,16 @@ class Timeline:
         self,
         points: list[SpeedupPoint],
         questions: list[QuestionMarker],
-        commit_evals: dict[str, int],
+        commit_evals: list[tuple[str, int, bool]],
         total_tool_calls: int,
     ) -> None:
+        """``commit_evals``: (sha, eval seq, attached) of each commit event, in order; an
+        attached one is a later evaluation of a commit's unchanged code."""
         self.points = points
         self.questions = questions
         self.total_tool_calls = total_tool_calls
-        self._eval_of_commit = dict(commit_evals)
-        self._commit_of_eval = {seq: sha for sha, seq in commit_evals.items()}
+        self._eval_of_commit = {sha: seq for sha, seq, attached in commit_evals if not attached}
+        self._commit_of_eval = {seq: sha for sha, seq, _ in commit_evals}
 
     @classmethod
     def from_events(cls, table: pa.Table) -> Timeline:
@@ -79,7 +81,7 @@ class Timeline:
 
         points: list[SpeedupPoint] = []
         questions: list[QuestionMarker] = []
-        commit_evals: dict[str, int] = {}
+        commit_evals: list[tuple[str, int, bool]] = []
         tool_calls = 0
         best: float | None = None
         for i, kind in enumerate(kinds):
@@ -105,9 +107,9 @@ class Timeline:
                     )
                 )
             elif kind == "commit" and isinstance(git_shas[i], str):
-                eval_seq = _eval_seq_of(attrs_col[i])
+                eval_seq, attached = commit_link(attrs_col[i])
                 if eval_seq is not None:
-                    commit_evals[str(git_shas[i])] = eval_seq
+                    commit_evals.append((str(git_shas[i]), eval_seq, attached))
         return cls(points, questions, commit_evals, tool_calls)
 
     @property
@@ -115,8 +117,14 @@ class Timeline:
         """The best verified speedup of the whole session, None before any."""
         return self.points[-1].best_speedup if self.points else None
 
+    @property
+    def best_eval_seq(self) -> int | None:
+        """The seq of the eval that reached the session's best speedup first, None before any."""
+        best = self.best_speedup
+        return next((p.seq for p in self.points if p.best_speedup == best), None)
+
     def eval_seq_for_commit(self, sha: str) -> int | None:
-        """The seq of the eval a commit was made from (the commit event's ``eval_seq``)."""
+        """The seq of the eval a commit was made from (not those attached to it later)."""
         found = self._eval_of_commit.get(sha)
         if found is not None or len(sha) >= 40:
             return found
@@ -125,7 +133,8 @@ class Timeline:
         return matches[0] if len(matches) == 1 else None
 
     def commit_for_eval_seq(self, seq: int) -> str | None:
-        """The sha of the commit made from the eval at ``seq``, None when it was not committed."""
+        """The sha of the commit that holds the eval at ``seq`` (made from it, or the one it was
+        attached to); None when it was not committed."""
         return self._commit_of_eval.get(seq)
 
     def question_before(self, seq: int) -> QuestionMarker | None:
@@ -182,11 +191,16 @@ def _block(value: float, low: float, high: float) -> str:
     return BLOCKS[max(0, min(len(BLOCKS) - 1, level))]
 
 
-def _eval_seq_of(attrs: object) -> int | None:
+def commit_link(attrs: object) -> tuple[int | None, bool]:
+    """A commit event's ``eval_seq`` and whether it was attached to an existing commit."""
     if not isinstance(attrs, str) or not attrs:
-        return None
+        return None, False
     try:
-        value = json.loads(attrs).get("eval_seq")
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+        parsed = json.loads(attrs)
+    except ValueError:
+        return None, False
+    if not isinstance(parsed, dict):
+        return None, False
+    value = parsed.get("eval_seq")
+    seq = value if isinstance(value, int) and not isinstance(value, bool) else None
+    return seq, bool(parsed.get("attached"))

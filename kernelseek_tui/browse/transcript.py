@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import pyarrow as pa
 
+from kernelseek_tui.browse.event_detail import attrs_lines, detail_title, field_lines
+
 __all__ = ["FILTERS", "TranscriptIndex", "TranscriptLine", "filter_spec"]
 
 # The transcript's filters by name: (kinds shown or None for all, errors only).
@@ -190,10 +192,15 @@ class TranscriptIndex:
         self._lines[i] = line
         return line
 
+    def detail_title(self, i: int) -> str:
+        """What row ``i`` is and when: ``eval · seq 8 · 2026-12-02 17:15:41 UTC``."""
+        return detail_title(self.row(i))
+
     def detail(self, i: int) -> str:
-        """Everything about row ``i``: its fields, full text, tool input and attrs (pretty JSON)."""
+        """Everything about row ``i`` (its title aside): its fields with their units, full
+        text, tool input (pretty JSON) and attrs as ``key: value`` lines."""
         row = self.row(i)
-        parts = [_detail_header(row)]
+        parts = [field_lines(row)]
         tool_input = _loads(row.get("tool_input"))
         if row.get("text"):
             parts.append(_section("text", row["text"]))
@@ -204,7 +211,9 @@ class TranscriptIndex:
                     if isinstance(value, str) and "\n" in value:
                         parts.append(_section(f"tool input · {key}", value))
         if row.get("attrs"):
-            parts.append(_section("attrs", _pretty(_loads(row["attrs"]), row["attrs"])))
+            attrs = _loads(row["attrs"])
+            shown = attrs_lines(attrs) if isinstance(attrs, dict) else row["attrs"]
+            parts.append(_section("attrs", shown))
         if row.get("kind") == "tool_call" and row.get("tool_call_id"):
             result_row = self._result_row_of(row["tool_call_id"])
             if result_row is not None:
@@ -585,20 +594,6 @@ _SUMMARISERS: Final = {
 
 
 # -- detail -------------------------------------------------------------------------------
-
-# Columns the detail's header leaves out: shown as sections of their own, or noise there.
-_DETAIL_SECTIONS: Final = frozenset({"text", "tool_input", "attrs", "ts"})
-
-
-def _detail_header(row: dict[str, Any]) -> str:
-    ts = row["ts"]
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts / 1_000_000))
-    lines = [f"{row['kind']} · seq {row['seq']} · {when}.{ts % 1_000_000:06d} UTC"]
-    for name, value in row.items():
-        if name in _DETAIL_SECTIONS or name in ("kind", "seq") or value is None:
-            continue
-        lines.append(f"{name:>28}: {value}")
-    return "\n".join(lines)
 
 
 def _section(title: str, body: str) -> str:

@@ -1,7 +1,7 @@
 """Recorded sessions shipped as files: a trace directory plus a git bundle of its branch.
 
 A recorded session travels as ``<id>/`` (session.json, events.parquet, evals/) and
-``<id>.bundle`` (the branch ``kernelseek/<id>`` and ``refs/notes/kernelseek``), because a git
+``<id>.bundle`` (the branch ``kernelseek/<id>`` and its notes refs), because a git
 repository cannot live inside another one's tree. ``unpack_recorded`` makes them browsable
 again: the trace copied under a traces root, the bundle fetched into a fresh repository, and
 session.json pointed at the new places. The demo (`traces/demo/`) and the TUI's test fixture
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.history.notes import ATTACHED_REF, NOTES_REF
 from kernelseek_tui.paths import DEMO_DIR, SessionPaths
 
-NOTES_REF = "refs/notes/kernelseek"
 # Files of a live session that mean nothing in a copy (a lock of a writer long gone).
 _SKIPPED = {"writer.lock", "attached", "launch.json"}
 
@@ -76,8 +76,9 @@ def pack_session(session_dir: Path, dest: Path) -> Path:
     _copy_trace(session_dir, target)
     bundle = dest / f"{session_id}.bundle"
     refs = [branch]
-    if _git(["show-ref", "--verify", "--quiet", NOTES_REF], repo, check=False).returncode == 0:
-        refs.append(NOTES_REF)
+    for notes in (NOTES_REF, ATTACHED_REF):
+        if _git(["show-ref", "--verify", "--quiet", notes], repo, check=False).returncode == 0:
+            refs.append(notes)
     _git(["bundle", "create", "--quiet", str(bundle), *refs], repo)
     return bundle
 

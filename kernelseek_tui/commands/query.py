@@ -19,7 +19,7 @@ views:
                     running sessions); one row per event, ordered by (session_id, seq)
   evals, questions, commits, tool_calls
                     events of one kind
-  jumps             passing evals that beat the session's best so far by more than 5%%
+  jumps             passing evals that beat the session's best so far by more than 5%
   question_jumps    each jump with the question asked last before it
   question_effect   per question id: asked, followed_by_jump (within 3 evals), median_gain
   sessions          one row per session directory
@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         store = TraceStore(read_traces_root(args.traces), live=not args.no_live)
         if args.canned:
             params = _parse_params(args, CANNED)
+            _require_session(store.root, params.get("session"))
 
             def start() -> Any:
                 return store.canned_reader(args.canned, **params)
@@ -204,6 +205,12 @@ def _parse_params(args: argparse.Namespace, canned: dict[str, Any]) -> dict[str,
             kind = "a whole number" if isinstance(default, int) else "a number"
             raise KernelseekError(f"parameter {key} wants {kind}, got {value!r}") from error
     return params
+
+
+def _require_session(root: Any, session: str | None) -> None:
+    """A session filter that names no session would give no rows without a word: refuse it."""
+    if session is not None and not (root / session).is_dir():
+        raise KernelseekError(f"no session {session!r} under {root} (see `kernelseek ls`)")
 
 
 def _list_canned(canned: dict[str, Any]) -> str:

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.commands.common import add_traces_argument
+from kernelseek_tui.decisions import DecisionConfig
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.session.tools import DEFAULT_SHELL_OUTPUT_CHARS, DEFAULT_SHELL_TIMEOUT_S
 
 AGENTS = ("claude", "tuner", "replay")
 # Settings a --config file's [session] table may hold, and the flags they stand for.
@@ -44,6 +46,9 @@ SETTINGS = (
     "tuner_margin",
     "gpus",
 )
+
+
+_DECISION_DEFAULTS = DecisionConfig()  # what the help says an unset flag means
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,16 +91,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--repertoire", type=Path, metavar="FILE", help="question repertoire")
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML with a [session] table")
     decide = parser.add_argument_group("decision moments")
-    decide.add_argument("--plateau-evals", type=int, metavar="N")
-    decide.add_argument("--failure-streak", type=int, metavar="N")
-    decide.add_argument("--cooldown-evals", type=int, metavar="N")
+    decide.add_argument(
+        "--plateau-evals",
+        type=int,
+        metavar="N",
+        help=f"N objective evaluations without a new best are a plateau (default "
+        f"{_DECISION_DEFAULTS.plateau_evals})",
+    )
+    decide.add_argument(
+        "--failure-streak",
+        type=int,
+        metavar="N",
+        help=f"N failing evaluations in a row raise a decision moment (default "
+        f"{_DECISION_DEFAULTS.failure_streak})",
+    )
+    decide.add_argument(
+        "--cooldown-evals",
+        type=int,
+        metavar="N",
+        help=f"evaluations after a question before the next decision moment (default "
+        f"{_DECISION_DEFAULTS.cooldown_evals})",
+    )
     decide.add_argument(
         "--finish-questions",
         type=int,
         metavar="N",
         help="finish requests answered with a question before one ends the session (default 1)",
     )
-    decide.add_argument("--new-best-margin", type=float, metavar="F")
+    decide.add_argument(
+        "--new-best-margin",
+        type=float,
+        metavar="F",
+        help=f"how much faster than the best so far counts as a new best, as a fraction "
+        f"(default {_DECISION_DEFAULTS.new_best_margin}: timing noise is no progress)",
+    )
     decide.add_argument(
         "--attach-wait",
         type=float,
@@ -103,14 +132,46 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="seconds to wait for a person's question when one is attached (default 60)",
     )
     tools = parser.add_argument_group("tools and agents")
-    tools.add_argument("--shell-timeout", type=float, metavar="S")
-    tools.add_argument("--shell-output", type=int, metavar="CHARS")
-    tools.add_argument("--max-tokens", type=int, metavar="N")
-    tools.add_argument("--thinking-budget", type=int, metavar="N")
-    tools.add_argument("--no-thinking", action="store_true", default=None)
-    tools.add_argument("--context-budget", type=int, metavar="TOKENS")
-    tools.add_argument("--tuner-margin", type=float, metavar="F")
-    tools.add_argument("--seed", type=int)
+    tools.add_argument(
+        "--shell-timeout",
+        type=float,
+        metavar="S",
+        help=f"seconds a run_shell command may take (default {DEFAULT_SHELL_TIMEOUT_S:g})",
+    )
+    tools.add_argument(
+        "--shell-output",
+        type=int,
+        metavar="CHARS",
+        help=f"characters of a command's output the agent reads (default "
+        f"{DEFAULT_SHELL_OUTPUT_CHARS})",
+    )
+    tools.add_argument(
+        "--max-tokens", type=int, metavar="N", help="output tokens per model response (claude)"
+    )
+    tools.add_argument(
+        "--thinking-budget",
+        type=int,
+        metavar="N",
+        help="thinking tokens per response, for models that take a budget (claude)",
+    )
+    tools.add_argument(
+        "--no-thinking", action="store_true", default=None, help="ask the model not to think"
+    )
+    tools.add_argument(
+        "--context-budget",
+        type=int,
+        metavar="TOKENS",
+        help="prompt size above which old tool results are cleared (claude)",
+    )
+    tools.add_argument(
+        "--tuner-margin",
+        type=float,
+        metavar="F",
+        help="how much faster a knob point must be to move the tuner's search (default 0)",
+    )
+    tools.add_argument(
+        "--seed", type=int, help="seed of the repertoire's draws among equally ranked questions"
+    )
     judge = parser.add_argument_group("evaluation")
     judge.add_argument("--device", type=int, help="GPU index")
     judge.add_argument(
@@ -121,7 +182,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "The tuner judges up to that many knob points at once",
     )
     judge.add_argument("--no-compare", action="store_true", default=None, help="skip the peers")
-    judge.add_argument("--eval-timeout", type=float, metavar="S")
+    judge.add_argument(
+        "--eval-timeout",
+        type=float,
+        metavar="S",
+        help="seconds one evaluation may take (default: the task's eval_timeout_s)",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only evaluations and the end")
     # For tests and demos without a GPU: MODULE:FUNCTION building a stand-in evaluator.
     parser.add_argument("--evaluator", help=argparse.SUPPRESS)

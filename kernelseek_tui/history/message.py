@@ -10,11 +10,14 @@ carrying a snapshot of the task directory) followed by one commit per verified c
     Speedup: 1.42131
     Vs-FA3: 0.873
     Scenarios: 48/48
+    New-Best: yes
     Question: What does the profiler say the kernel waits on?
 
-``Question`` is left out when no question was asked before the candidate; ``Speedup`` and
-``Vs-FA3`` read ``none`` when the evaluation had no such number. The log is read with one
-``git log`` whose format ends in ``%(trailers:only,unfold)``, parsed here.
+``New-Best`` says whether the candidate was faster than every verified one before it (and than
+the starting kernel); commits made before it existed leave it unknown. ``Question`` is left out
+when no question was asked before the candidate; ``Speedup`` and ``Vs-FA3`` read ``none`` when
+the evaluation had no such number. The log is read with one ``git log`` whose format ends in
+``%(trailers:only,unfold)``, parsed here.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ SPEEDUP_KEY = "Speedup"
 VS_FA3_KEY = "Vs-FA3"
 SCENARIOS_KEY = "Scenarios"
 QUESTION_KEY = "Question"
+NEW_BEST_KEY = "New-Best"
 BASE_KEY = "Kernelseek-Base"  # on the start commit: the user's commit it forked from
 TASK_KEY = "Kernelseek-Task"  # on the start commit: the task directory, relative to the repo
 
@@ -57,6 +61,7 @@ class Candidate:
     question: str | None  # the last question asked before it
     subject: str
     timestamp: datetime  # committer time, UTC
+    new_best: bool | None = None  # faster than every verified candidate before it; None: unknown
 
     @property
     def short_sha(self) -> str:
@@ -74,7 +79,13 @@ def format_number(value: float | None) -> str:
 
 
 def candidate_message(
-    result: EvalResult, *, n: int, session_id: str, seq: int, question: str | None
+    result: EvalResult,
+    *,
+    n: int,
+    session_id: str,
+    seq: int,
+    question: str | None,
+    new_best: bool = False,
 ) -> str:
     """The full commit message of candidate ``n``."""
     summary = result.summary
@@ -88,6 +99,7 @@ def candidate_message(
         f"{SPEEDUP_KEY}: {format_number(speed)}",
         f"{VS_FA3_KEY}: {format_number(summary.vs_fa3)}",
         f"{SCENARIOS_KEY}: {summary.passed}/{summary.total}",
+        f"{NEW_BEST_KEY}: {'yes' if new_best else 'no'}",
     ]
     if question is not None and one_line(question):
         lines.append(f"{QUESTION_KEY}: {one_line(question)}")
@@ -155,6 +167,7 @@ def parse_log_record(record: str, session_id: str) -> Candidate | None:
     match = _SUBJECT_N.match(subject)
     passed, total = _scenarios(trailers.get(SCENARIOS_KEY.lower()))
     question = trailers.get(QUESTION_KEY.lower()) or None
+    best = trailers.get(NEW_BEST_KEY.lower())
     return Candidate(
         sha=sha,
         n=int(match.group(1)) if match else 0,
@@ -166,6 +179,7 @@ def parse_log_record(record: str, session_id: str) -> Candidate | None:
         question=None if question is None or question.lower() == NONE else question,
         subject=subject,
         timestamp=datetime.fromtimestamp(int(ctime), tz=UTC),
+        new_best={"yes": True, "no": False}.get(best.lower()) if best else None,
     )
 
 

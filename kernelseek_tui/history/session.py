@@ -24,7 +24,6 @@ import json
 import os
 import re
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,19 +40,24 @@ from kernelseek_tui.history.git import (
     toplevel,
 )
 from kernelseek_tui.history.message import Candidate
+from kernelseek_tui.history.notes import (
+    NOTES_REF,
+    add_note,
+    attach_evaluation,
+    attached_on_branch,
+    attached_to,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from kernelseek_tui.history.bisect import BisectOutcome, BisectProgress
 
-NOTES_REF = "refs/notes/kernelseek"
 BRANCH_PREFIX = "kernelseek/"
 WORKTREES_DIR = Path(".kernelseek") / "worktrees"
 EXCLUDE_LINE = "/.kernelseek/"
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_NOTE_ATTEMPTS = 6  # two sessions of one repo share the notes ref; a lost race is retried
 
 
 class UnverifiedCandidateError(KernelseekError):
@@ -216,14 +220,22 @@ class SessionHistory:
     # -- committing -----------------------------------------------------------------------
 
     def commit_candidate(
-        self, paths: list[Path], result: EvalResult, *, seq: int, question: str | None
+        self,
+        paths: list[Path],
+        result: EvalResult,
+        *,
+        seq: int,
+        question: str | None,
+        new_best: bool = False,
     ) -> str:
         """Commit a verified candidate's files and attach its evaluation as a note.
 
         ``paths`` are files or directories in the worktree (absolute, or relative to the
-        worktree root); only they are committed, new and deleted files included. An empty list
-        still makes a commit (a candidate that only changed knobs). Raises
-        :class:`UnverifiedCandidateError` unless ``result`` passed every scenario.
+        worktree root); only they are committed, new and deleted files included. When none of
+        them changed since the branch tip (the same code evaluated again), no empty commit is
+        made: the evaluation is attached to the tip (``attached``) and the tip is returned.
+        ``new_best`` marks a candidate faster than every one before it (trailer ``New-Best``).
+        Raises :class:`UnverifiedCandidateError` unless ``result`` passed every scenario.
 
         Safe to call again for the same ``seq`` after a crash: the existing commit is returned,
         and its note is added if the crash came before it.
@@ -231,25 +243,35 @@ class SessionHistory:
         _require_verified(result, seq)
         existing = self.find_commit_for_seq(seq)
         if existing is not None:
-            if not self.has_note(existing):
+            made = self.candidate_at(existing)
+            if made is not None and made.seq == seq and not self.has_note(existing):
                 self._add_note(existing, result)
             return existing
         self._require_on_branch()
         specs = [self._pathspec(path) for path in paths]
         if specs:
             git(["add", "--all", "--", *specs], self._worktree)
+        if not self._changed(specs):
+            tip = self.head_sha()
+            attach_evaluation(self._repo, tip, result, seq)
+            return tip
         text = message.candidate_message(
-            result, n=self._next_n(), session_id=self._session_id, seq=seq, question=question
+            result,
+            n=self._next_n(),
+            session_id=self._session_id,
+            seq=seq,
+            question=question,
+            new_best=new_best,
         )
-        only = ["--only", "--", *specs] if specs else []
-        commit = ["commit", "--quiet", "--allow-empty", "--no-verify", "--cleanup=verbatim"]
-        git([*commit, "-F", "-", *only], self._worktree, input=text)
+        commit = ["commit", "--quiet", "--no-verify", "--cleanup=verbatim"]
+        git([*commit, "-F", "-", "--only", "--", *specs], self._worktree, input=text)
         sha = git_out(["rev-parse", "HEAD"], self._worktree)
         self._add_note(sha, result)
         return sha
 
     def find_commit_for_seq(self, seq: int) -> str | None:
-        """The sha of this session's candidate committed for trace ``seq``, or None."""
+        """The sha of the commit that holds trace ``seq``'s evaluation: the candidate made from
+        it, or the commit it was attached to (see :meth:`commit_candidate`); None if neither."""
         out = git_out(
             [
                 "log",
@@ -263,7 +285,15 @@ class SessionHistory:
             ],
             self._repo,
         )
-        return out or None
+        if out:
+            return out
+        attached = attached_on_branch(self._repo, f"refs/heads/{self.branch}", self._base_sha)
+        return next((sha for sha, seqs in attached.items() if int(seq) in seqs), None)
+
+    def attached(self, sha: str) -> list[dict[str, Any]]:
+        """The evaluations of unchanged code attached to commit ``sha`` (oldest first), each
+        ``{seq, eval_id, speedup, vs_fa3, passed, total}``."""
+        return attached_to(self._repo, self.resolve(sha))
 
     # -- reading --------------------------------------------------------------------------
 
@@ -434,16 +464,15 @@ class SessionHistory:
         return len(self.candidates()) + 1  # someone committed on the branch by hand
 
     def _add_note(self, sha: str, result: EvalResult) -> None:
-        args = ["notes", f"--ref={NOTES_REF}", "add", "--force", "-F", "-", sha]
-        for attempt in range(_NOTE_ATTEMPTS):
-            proc = git(args, self._repo, input=result.to_json(), check=False)
-            if proc.returncode == 0:
-                return
-            time.sleep(0.02 * 2**attempt)
-        raise KernelseekError(
-            f"could not add the evaluation note to {sha[:10]} ({proc.stderr.strip()}): "
-            "committing the same seq again adds it"
-        )
+        add_note(self._repo, NOTES_REF, sha, result.to_json())
+
+    def _changed(self, specs: list[str]) -> bool:
+        """Whether the staged ``specs`` differ from the branch tip (no specs: nothing does)."""
+        if not specs:
+            return False
+        diff = ["diff", "--cached", "--quiet", "HEAD", "--", *specs]
+        proc = git(diff, self._worktree, check=False)
+        return proc.returncode != 0
 
 
 def _require_verified(result: EvalResult, seq: int) -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.errors import KernelseekError, one_line
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.session.agents.base import SessionStop
 from kernelseek_tui.session.core import DEFAULT_SLOT
@@ -167,8 +167,9 @@ def _finish(engine: Engine, job: _Job, batch: str) -> tuple[ToolOutcome, Session
         engine._append(
             "error",
             flush=True,
-            text=traceback.format_exc()[-6000:],
+            text=one_line(error),
             attrs={
+                "traceback": traceback.format_exc()[-6000:],
                 "error": f"{type(error).__name__}: {error}",
                 "tool": "evaluate",
                 "batch": batch,

@@ -97,7 +97,6 @@ class EngineCore:
         self._pending_questions: list[str] = []
         self._stop: tuple[str, str] | None = None
         self._decisions_enabled = True
-        self._commit_policy = "verified"
         self._run_clock = time.monotonic()
         self._meta_written = 0.0
         self._collected: list[Event] | None = None

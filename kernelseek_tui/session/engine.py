@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.decisions import DecisionMoment
-from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.errors import KernelseekError, one_line
 from kernelseek_tui.history import SessionHistory, check_session_id
 from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session.agents.base import Agent, SessionStop
@@ -183,7 +183,6 @@ class Engine(JudgingMixin, AskingMixin):
     def run(self, agent: Agent) -> SessionOutcome:
         """Run ``agent`` until it is done or the session must end; record how it ended."""
         self._decisions_enabled = bool(getattr(agent, "raises_decisions", True))
-        self._commit_policy = getattr(agent, "commit_policy", "verified")
         self._run_clock = time.monotonic()
         self.meta.pid = os.getpid()
         self.meta.pid_start = process_start_ticks(os.getpid())
@@ -225,14 +224,22 @@ class Engine(JudgingMixin, AskingMixin):
             reason, detail = stop.reason, stop.detail
         except KeyboardInterrupt:
             reason, detail = "interrupted", "interrupted from the keyboard"
+        except KernelseekError as error:  # said for a person already: one line, no traceback
+            self._append("error", flush=True, text=str(error), attrs={"where": "agent"})
+            reason, detail = "error", str(error)
         except Exception as error:
+            # The line a person reads names the innermost cause; the traceback stays in attrs.
             self._append(
                 "error",
                 flush=True,
-                text=traceback.format_exc()[-6000:],
-                attrs={"error": f"{type(error).__name__}: {error}", "where": "agent"},
+                text=one_line(error),
+                attrs={
+                    "error": f"{type(error).__name__}: {error}",
+                    "where": "agent",
+                    "traceback": traceback.format_exc()[-6000:],
+                },
             )
-            reason, detail = "error", f"{type(error).__name__}: {error}"
+            reason, detail = "error", one_line(error)
         finally:
             restore()
             self._close_slots()
@@ -365,8 +372,12 @@ class Engine(JudgingMixin, AskingMixin):
             self._append(
                 "error",
                 flush=True,
-                text=traceback.format_exc()[-6000:],
-                attrs={"error": f"{type(error).__name__}: {error}", "tool": name},
+                text=one_line(error),
+                attrs={
+                    "error": f"{type(error).__name__}: {error}",
+                    "tool": name,
+                    "traceback": traceback.format_exc()[-6000:],
+                },
             )
             outcome = ToolOutcome(f"internal error in {name}: {error}", is_error=True)
         if outcome is None:

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kernelseek_tui.evaluate.result import EvalResult
 
 MAX_FAILURES: Final = 5
 _REASON_CHARS: Final = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """Where a verified evaluation went in git."""
+
+    number: int | None  # the candidate's number; None for the start commit
+    sha: str
+    attached: bool  # the code was unchanged: attached to the commit that already holds it
+    new_best: bool
 
 
 def fmt_ratio(value: float | None) -> str:
@@ -32,7 +43,7 @@ def summary_text(
     *,
     what: str,
     best: float | None,
-    committed: tuple[int | None, str] | None = None,
+    committed: Committed | None = None,
     not_committed: str | None = None,
 ) -> str:
     """What the agent reads after ``evaluate``: verdict, counts, speed, best, failures."""
@@ -46,9 +57,16 @@ def summary_text(
         lines.append(f"peers not measured: {absent}")
     lines.append(f"best verified speedup so far: {fmt_ratio(best)}")
     if committed is not None:
-        number, sha = committed
-        label = f"candidate {number}" if number else "a candidate"
-        lines.append(f"committed as {label} ({sha[:10]})")
+        label = f"candidate {committed.number}" if committed.number else "the start commit"
+        if committed.attached:
+            lines.append(
+                f"not committed again: the code is unchanged since {label} "
+                f"({committed.sha[:10]}); this evaluation is attached to it"
+            )
+        else:
+            lines.append(f"committed as {label} ({committed.sha[:10]})")
+        if committed.new_best:
+            lines.append("a new best")
     elif not_committed:
         lines.append(not_committed)
     failures, count = failure_lines(result)

@@ -11,8 +11,10 @@ from typing import Any
 from kernelseek_tui.decisions import DecisionMoment
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
+from kernelseek_tui.history import Candidate
 from kernelseek_tui.session import evaluation
 from kernelseek_tui.session.core import EngineCore
+from kernelseek_tui.session.evaluation import Committed
 from kernelseek_tui.session.evaluator import candidate_sha
 from kernelseek_tui.session.knobs import KNOBS_FILE, check_knobs, read_knobs, write_knobs
 from kernelseek_tui.session.state import better, event_attrs
@@ -35,10 +37,6 @@ class EvalRequest:
     knobs: dict[str, int] | None  # None: no knobs.json and none given (the task's defaults)
     knobs_given: bool  # the call named its knobs: they are written to knobs.json
     identity: str  # the eval event's candidate_sha
-
-
-# A tuner-style commit must beat the best committed speedup by this fraction.
-IMPROVEMENT_MARGIN = 0.01
 
 
 class JudgingMixin(EngineCore):
@@ -105,9 +103,14 @@ class JudgingMixin(EngineCore):
         verified = evaluation.is_verified(result)
         speedup = evaluation.finite_or_none(result.summary.geomean_speedup)
         vs_fa3 = evaluation.finite_or_none(result.summary.vs_fa3)
-        best = better(self.state.best_speedup, speedup) if objective and verified else None
-        best = best if best is not None else self.state.best_speedup
-        will_commit = objective and verified and self._worth_committing(speedup)
+        previous_best = self.state.best_speedup
+        best = better(previous_best, speedup) if objective and verified else None
+        best = best if best is not None else previous_best
+        # Every verified evaluation of the objective is kept in git; faster than the starting
+        # kernel (1.0x by definition) and every verified candidate before it is a new best.
+        will_commit = objective and verified
+        margin = self.decision_config.new_best_margin  # the plateau detector's "new best" too
+        new_best = will_commit and is_new_best(speedup, previous_best, margin)
         result_file = save_result(self.paths.dir, f"{call.seq}-{result.eval_id}", result)
         eval_event = self._append(
             "eval",
@@ -131,17 +134,16 @@ class JudgingMixin(EngineCore):
                 "requested_set": request.set_name,
                 "knobs": knobs,
                 "will_commit": will_commit,
+                "new_best": new_best,
                 "result_file": result_file,
                 "tool_call_id": call.tool_call_id,
                 **(extra or {}),
             },
         )
-        committed: tuple[int | None, str] | None = None
+        committed: Committed | None = None
         not_committed = None
         if will_commit:
-            committed = self.commit_eval(eval_event, result, knobs is not None)
-        elif objective and verified:
-            not_committed = "not committed: not faster than the best committed candidate"
+            committed = self.commit_eval(eval_event, result, knobs is not None, new_best=new_best)
         elif verified:
             not_committed = "not committed: only an evaluation of the objective verifies"
         self._touch_meta(force=True)
@@ -153,19 +155,17 @@ class JudgingMixin(EngineCore):
             moment = self.detector.observe_eval(result.verdict, speedup)
         return ToolOutcome(text, data={"result": result, "committed": committed}), moment
 
-    def _worth_committing(self, speedup: float | None) -> bool:
-        if self._commit_policy != "improvements":
-            return True
-        # The starting kernel is 1.0x by definition: only something faster is an improvement,
-        # and by more than run-to-run timing noise (a re-timed starting kernel came out at
-        # 1.003x on the H200, 2026-12-02), so the branch holds real steps only.
-        floor = max(1.0, self.state.best_committed or 0.0) * (1.0 + IMPROVEMENT_MARGIN)
-        return speedup is not None and speedup > floor
-
     def commit_eval(
-        self, eval_event: Event, result: Any, with_knobs: bool, *, question: str | None = None
-    ) -> tuple[int | None, str] | None:
-        """Commit the workspace candidate of ``eval_event`` and record the ``commit`` event."""
+        self,
+        eval_event: Event,
+        result: Any,
+        with_knobs: bool,
+        *,
+        question: str | None = None,
+        new_best: bool = False,
+    ) -> Committed | None:
+        """Commit the workspace candidate of ``eval_event`` (or attach the evaluation to the
+        commit that already holds the same code) and record the ``commit`` event."""
         root = self._workspace.root
         paths = [root / self._kernel_path]
         if with_knobs or (root / KNOBS_FILE).exists():
@@ -176,6 +176,7 @@ class JudgingMixin(EngineCore):
                 result,
                 seq=eval_event.seq,
                 question=question if question is not None else self.state.last_question,
+                new_best=new_best,
             )
             candidate = self.history.candidate_at(sha)
         except KernelseekError as error:
@@ -186,12 +187,30 @@ class JudgingMixin(EngineCore):
                 attrs={"eval_seq": eval_event.seq},
             )
             return None
-        number = candidate.n if candidate else None
-        self.record_commit(eval_event, sha, number)
-        return number, sha
+        attrs = event_attrs(self.record_commit(eval_event, sha, candidate, new_best=new_best))
+        return Committed(attrs["n"], sha, attrs["attached"], attrs["new_best"])
 
-    def record_commit(self, eval_event: Event, sha: str, number: int | None, **extra: Any) -> Event:
-        """The ``commit`` event of a candidate committed for ``eval_event``."""
+    def record_commit(
+        self,
+        eval_event: Event,
+        sha: str,
+        candidate: Candidate | None,
+        *,
+        new_best: bool = False,
+        **extra: Any,
+    ) -> Event:
+        """The ``commit`` event of ``eval_event``: the ``candidate`` committed from it, or one
+        that already held the same code (or the start commit: None), which the evaluation was
+        attached to. Only a new candidate is a new best: the same code timed again is not."""
+        number = candidate.n if candidate else None
+        attached = candidate is None or candidate.seq != eval_event.seq
+        new_best = new_best and not attached
+        what = f"candidate {number}" if number else "the start commit"
+        if attached:
+            what += " evaluated again, code unchanged"
+        text = f"{what}: {evaluation.fmt_ratio(eval_event.speedup)} ({sha[:10]})"
+        if new_best:
+            text += ", a new best"
         return self._append(
             "commit",
             flush=True,
@@ -204,9 +223,24 @@ class JudgingMixin(EngineCore):
             scenarios_passed=eval_event.scenarios_passed,
             scenarios_total=eval_event.scenarios_total,
             parent_event_id=eval_event.event_id,
-            text=f"candidate {number}: {evaluation.fmt_ratio(eval_event.speedup)} ({sha[:10]})",
-            attrs={"eval_seq": eval_event.seq, "n": number, "speedup": eval_event.speedup, **extra},
+            text=text,
+            attrs={
+                "eval_seq": eval_event.seq,
+                "n": number,
+                "speedup": eval_event.speedup,
+                "attached": attached,
+                "new_best": new_best,
+                **extra,
+            },
         )
+
+
+def is_new_best(speedup: float | None, previous_best: float | None, margin: float) -> bool:
+    """Faster than the starting kernel (1.0x by definition) and every verified evaluation
+    before, by more than ``margin`` (run-to-run timing noise: the starting kernel re-timed came
+    out at 1.003x on the H200, 2026-12-02, and that is no step forward)."""
+    floor = max(1.0, previous_best or 0.0) * (1.0 + margin)
+    return speedup is not None and speedup > floor
 
 
 def _describe_sets(task: Task, sets: list[str] | None) -> str:

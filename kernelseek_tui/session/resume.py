@@ -61,16 +61,21 @@ def reconcile(engine: Engine) -> dict[str, int]:
         attrs = event_attrs(event)
         if not attrs.get("will_commit") or event.seq in committed_seqs:
             continue
+        new_best = bool(attrs.get("new_best"))
         sha = engine.history.find_commit_for_seq(event.seq)
         if sha is not None:
             candidate = engine.history.candidate_at(sha)
-            engine.record_commit(event, sha, candidate.n if candidate else None, recovered=True)
+            engine.record_commit(event, sha, candidate, new_best=new_best, recovered=True)
             done["commits_recorded"] += 1
             continue
         result = load_result(engine.session_dir, event)
         if result is not None and _workspace_holds(engine, event, attrs):
             if engine.commit_eval(
-                event, result, attrs.get("knobs") is not None, question=last_question
+                event,
+                result,
+                attrs.get("knobs") is not None,
+                question=last_question,
+                new_best=new_best,
             ):
                 done["commits_made"] += 1
             continue

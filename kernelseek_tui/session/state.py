@@ -41,7 +41,6 @@ class SessionState:
     evals: int = 0
     commits: int = 0
     best_speedup: float | None = None  # best objective speedup of a verified candidate
-    best_committed: float | None = None
     last_question: str | None = None
     question_ids: list[str] = field(default_factory=list)
     questions: int = 0
@@ -85,11 +84,8 @@ class SessionState:
             self.evals += 1
             if attrs.get("objective") and attrs.get("verified", event.verdict == "pass"):
                 self.best_speedup = better(self.best_speedup, event.speedup)
-        elif kind == "commit":
-            self.commits += 1
-            speedup = attrs.get("speedup")
-            if isinstance(speedup, int | float):
-                self.best_committed = better(self.best_committed, float(speedup))
+        elif kind == "commit" and not attrs.get("attached"):
+            self.commits += 1  # an evaluation attached to an existing commit makes none
         elif kind == "question" and event.question_text:
             self.questions += 1
             self.last_question = event.question_text

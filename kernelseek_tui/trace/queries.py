@@ -6,7 +6,9 @@ Definitions the queries share:
   best passing speedup before it in its session by more than ``threshold`` (relative:
   ``speedup > prev_best * (1 + threshold)``). The starting kernel counts as 1.0x, so the first
   passing eval is a jump when it beats the baseline by the threshold. ``gain`` is
-  ``speedup / prev_best - 1``.
+  ``speedup / prev_best - 1``. The same code timed again (a ``candidate_sha`` that passed
+  before in the session) is never a jump: what changed is the timing noise, not the kernel.
+  It still counts towards the best so far.
 - The question **before** a jump is the last ``question`` event with a smaller ``seq`` in the
   same session (ASOF join); ``tool_calls_between`` and ``seconds_between`` measure how far apart
   they were.
@@ -29,7 +31,10 @@ _PASSED_AND_JUMPS = """
 passed AS (
     SELECT session_id, seq, ts, eval_id, candidate_sha, speedup, evals_through,
            coalesce(max(speedup) OVER (PARTITION BY session_id ORDER BY seq
-                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 1.0) AS prev_best
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 1.0) AS prev_best,
+           candidate_sha IS NOT NULL AND count(*) OVER (
+               PARTITION BY session_id, candidate_sha ORDER BY seq
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) > 0 AS timed_again
     FROM m
     WHERE kind = 'eval' AND verdict = 'pass' AND speedup IS NOT NULL
 ),
@@ -37,7 +42,7 @@ jumped AS (
     SELECT session_id, seq, ts, eval_id, candidate_sha, prev_best, speedup,
            speedup / prev_best - 1.0 AS gain, evals_through
     FROM passed
-    WHERE speedup > prev_best * (1.0 + threshold)
+    WHERE speedup > prev_best * (1.0 + threshold) AND NOT timed_again
 )"""
 
 DERIVED_VIEWS: Final = f"""

@@ -33,7 +33,7 @@ from kernelseek_tui.browse.session_data import (
 from kernelseek_tui.browse.timeline import Timeline
 from kernelseek_tui.browse.transcript import TranscriptIndex
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.tui.keymap import load_keymap
+from kernelseek_tui.tui.keymap import binding_ids, display_keys, load_keymap, split_keymap
 from kernelseek_tui.tui.messages import (
     CandidateSelected,
     EventSelected,
@@ -54,6 +54,8 @@ _NOT_IN_PALETTE = {
     for pane in ("transcript", "history", "benchmark")
     for move in ("down", "up", "top", "bottom", "page_up", "page_down")
 }
+# Actions that steer a running engine: not offered (footer, palette) when none runs here.
+_LIVE_ONLY = frozenset({"ask", "pause", "stop"})
 NARROW_BELOW = 120  # columns: under this the panes are tabs, one at a time
 SELECTION_DELAY_S = 0.03  # coalesce a burst of cursor moves (key repeat) into one benchmark load
 
@@ -75,7 +77,9 @@ class KernelseekApp(App[None]):
             "shift+tab", "next_pane(-1)", "Prev pane", show=False, priority=True, id="app.prev_pane"
         ),
         Binding("z", "zoom", "Zoom pane", id="app.zoom"),
-        Binding("f5,colon", "query", "Query", id="app.query"),
+        # f5 opens the query screen on the question this tool exists for; : to type SQL.
+        Binding("f5", "query('question-jumps')", "Query", id="app.query"),
+        Binding("colon", "query", "SQL", show=False, id="app.sql"),
         Binding("a", "ask", "Ask", id="app.ask"),
         Binding("p", "pause", "Pause/resume", id="app.pause"),
         Binding("ctrl+x", "stop", "Stop session", id="app.stop"),
@@ -104,6 +108,7 @@ class KernelseekApp(App[None]):
         self._selection_timer: Any = None
         self._asked_for: int | None = None  # the decision seq the bar was opened for
         self._stop_armed = False
+        self._steering_shown = False
         self.animation_level = "none"
 
     # -- layout ---------------------------------------------------------------------------
@@ -123,9 +128,12 @@ class KernelseekApp(App[None]):
 
     def on_mount(self) -> None:
         try:
-            self.set_keymap(load_keymap())
+            keymap, problems = split_keymap(load_keymap(), known_binding_ids())
         except KernelseekError as error:
-            self.notify(str(error), severity="error", timeout=10)
+            keymap, problems = {}, [str(error)]
+        self.set_keymap(keymap)
+        for problem in problems:
+            self.notify(problem, severity="error", timeout=10)
         self._apply_width(self.size.width)
         self.query_one(TranscriptView).border_title = "Transcript"
         self.query_one("#pane-history").border_title = "History"
@@ -160,16 +168,22 @@ class KernelseekApp(App[None]):
     def _loaded(self, data: SessionData, index: TranscriptIndex, timeline: Timeline) -> None:
         self.data = data
         self.timeline = timeline
-        self.query_one(TranscriptView).set_index(index)
+        view = self.query_one(TranscriptView)
+        view.set_index(index)
+        view.eval_loader = self._eval_result
         history = self.query_one(HistoryPane)
         history.load(data.history, timeline)
         if data.history_problem:
             self.notify(data.history_problem, severity="warning", timeout=8)
         self._refresh_header()
-        last_eval = _last_seq(data.table, "eval")
-        if last_eval is not None:
-            self.query_one(TranscriptView).jump_to_seq(last_eval)
-            self._select_eval(last_eval)
+        # Open on the best evaluation (what the session achieved), else the last one.
+        opening = timeline.best_eval_seq
+        if opening is None:
+            opening = _last_seq(data.table, "eval")
+        if opening is not None:
+            self.query_one(TranscriptView).jump_to_seq(opening)
+            self.query_one(HistoryPane).select_for_eval_seq(opening)
+            self._select_eval(opening)
         if self.live:
             self._start_follower()
             self.set_interval(1.0, self._refresh_header)
@@ -191,6 +205,9 @@ class KernelseekApp(App[None]):
             counts=counts(self.data.table),
             note=note,
         )
+        if self._steerable() != self._steering_shown:
+            self._steering_shown = self._steerable()
+            self.refresh_bindings()  # the steering keys come or go with the engine
 
     # -- live -----------------------------------------------------------------------------
 
@@ -265,10 +282,19 @@ class KernelseekApp(App[None]):
         self.notify(f"asked: {message.text}")
 
     def _can_steer(self, what: str) -> bool:
-        if self.live and self.data is not None and self.data.status in {"running", "paused"}:
+        if self._steerable():
             return True
         self.notify(f"cannot {what}: this session is not running here", severity="warning")
         return False
+
+    def _steerable(self) -> bool:
+        return self.live and self.data is not None and self.data.status in {"running", "paused"}
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that steer an engine show (and act) only while one runs here."""
+        if action in _LIVE_ONLY:
+            return self._steerable()
+        return True
 
     # -- the panes' wiring ---------------------------------------------------------------
 
@@ -329,6 +355,10 @@ class KernelseekApp(App[None]):
                 if seq is not None:
                     result = eval_result_at(self.session_dir, data.table, seq)
         self.call_from_thread(self.query_one(BenchmarkPane).show, result, f"commit {sha[:10]}")
+
+    def _eval_result(self, seq: int) -> Any:
+        """The full result of the eval at ``seq`` (the detail view's scenario table)."""
+        return eval_result_at(self.session_dir, self.data.table, seq) if self.data else None
 
     def _bisect_factory(self) -> Any:
         if self._predicate_factory is not None:
@@ -414,6 +444,8 @@ class KernelseekApp(App[None]):
                     continue
                 if binding.id in _NOT_IN_PALETTE:
                     continue
+                if owner is self and self.check_action(binding.action, ()) is False:
+                    continue
                 title = f"{binding.id.split('.', 1)[0]}: {binding.description or binding.action}"
                 run = partial(self.run_action, binding.action, owner)
                 yield SystemCommand(title, f"{binding.id}  ({self._keys_for(binding)})", run)
@@ -433,12 +465,13 @@ class KernelseekApp(App[None]):
 
     def _keys_for(self, binding: Binding) -> str:
         override = getattr(self, "_keymap", {}).get(binding.id or "")
-        return override or binding.key
+        return display_keys(override or binding.key)
 
-    def action_query(self) -> None:
+    def action_query(self, canned: str | None = None) -> None:
+        """The query screen; ``canned`` runs that canned query as it opens."""
         from kernelseek_tui.tui.screens.query import QueryScreen
 
-        self.push_screen(QueryScreen(self.traces_root))
+        self.push_screen(QueryScreen(self.traces_root, run_first=canned))
 
     def action_ask(self) -> None:
         if not self._can_steer("ask"):
@@ -494,6 +527,19 @@ class KernelseekApp(App[None]):
         self._stop_queries("the app quit")
         if self.follower is not None:
             self.follower.stop()
+
+
+def known_binding_ids() -> set[str]:
+    """Every binding id a keymap file may name: the app's, its panes' and its screens'."""
+    from kernelseek_tui.tui.screens.diff import DiffScreen, DiffView
+    from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
+    from kernelseek_tui.tui.screens.query import QueryScreen
+    from kernelseek_tui.tui.widgets.arrow_table import ArrowTable
+
+    return binding_ids(
+        [KernelseekApp, TranscriptView, HistoryPane, BenchmarkPane, QuestionBar, QueryScreen,
+         HelpScreen, DiffScreen, DiffView, EventDetailScreen, ArrowTable]
+    )  # fmt: skip
 
 
 def _last_seq(table: Any, kind: str) -> int | None:

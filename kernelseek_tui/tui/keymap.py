@@ -4,16 +4,21 @@ Every binding of the app and its panes has an id (``pane.action``); a user file 
 
     [keymap]
     "transcript.search" = "ctrl+f"
-    "app.query" = "f5,colon"
+    "app.sql" = "colon,ctrl+e"
 
 rebinds them through Textual's ``App.set_keymap``. ``KERNELSEEK_KEYMAP`` names another file.
+An id no binding has is reported and left out (``split_keymap``).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
+
+from textual.binding import Binding
+from textual.keys import format_key
 
 from kernelseek_tui.errors import KernelseekError
 
@@ -41,3 +46,34 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
     ):
         raise KernelseekError(f"{path}: [keymap] must map binding ids to key strings")
     return dict(table)
+
+
+def binding_ids(owners: Iterable[type]) -> set[str]:
+    """The ids of every ``Binding`` the given classes (apps, screens, widgets) declare."""
+    return {
+        binding.id
+        for owner in owners
+        for binding in getattr(owner, "BINDINGS", [])
+        if isinstance(binding, Binding) and binding.id
+    }
+
+
+def split_keymap(keymap: dict[str, str], known: set[str]) -> tuple[dict[str, str], list[str]]:
+    """The entries that name a known binding id, and one line for each that does not (a typo
+    would otherwise be ignored without a word, and the key stay where it was)."""
+    good = {k: v for k, v in keymap.items() if k in known}
+    problems = [
+        f"keymap: no binding has the id {k!r} (ignored; ? lists the ids)"
+        for k in keymap
+        if k not in known
+    ]
+    return good, problems
+
+
+def display_keys(keys: str) -> str:
+    """Keys as a person types them: ``question_mark`` is ``?``, ``f5,colon`` is ``f5 :``."""
+    shown = []
+    for key in keys.split(","):
+        *modifiers, last = key.strip().split("+")
+        shown.append("+".join([*modifiers, format_key(last)]))
+    return " ".join(shown)

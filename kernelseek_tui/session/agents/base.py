@@ -11,13 +11,11 @@ session has to end (a budget spent, a stop command, an accepted finish) the cont
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from kernelseek_tui.session.tools import ToolOutcome
 from kernelseek_tui.task import Task
 from kernelseek_tui.trace.schema import Event
-
-CommitPolicy = Literal["verified", "improvements"]
 
 
 class SessionStop(Exception):
@@ -158,10 +156,10 @@ class AgentContext(Protocol):
 
 
 class Agent(Protocol):
-    """An agent: a name, a commit policy, and ``run``, which returns when it is done."""
+    """An agent: a name and ``run``, which returns when it is done. Every verified evaluation
+    of the objective is committed, whichever agent made it."""
 
     name: str
-    commit_policy: CommitPolicy
     raises_decisions: bool  # False: the engine raises no decision moments for it
 
     def run(self, ctx: AgentContext) -> None: ...

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.session.agents.base import AgentContext, CommitPolicy, SessionStop
+from kernelseek_tui.errors import KernelseekError, one_line
+from kernelseek_tui.session.agents.base import AgentContext, SessionStop
 from kernelseek_tui.session.agents.claude_api import (
     RetryPolicy,
     block_to_param,
@@ -50,7 +50,6 @@ class ClaudeAgent:
     """
 
     name: str = "claude"
-    commit_policy: CommitPolicy = "verified"
     raises_decisions: bool = True
 
     def __init__(
@@ -87,6 +86,7 @@ class ClaudeAgent:
         self._sleep = sleep
         self._rng = random.Random(seed)
         self._last_prompt_tokens = 0
+        self._answered = False  # has the API answered once in this run?
 
     # -- the client -----------------------------------------------------------------------
 
@@ -268,6 +268,7 @@ class ClaudeAgent:
             started = time.monotonic()
             try:
                 message = stream_message(self.client(), self._request(conversation, system, tools))
+                self._answered = True
                 return message, attempt, (time.monotonic() - started) * 1000
             except Exception as error:
                 failure = classify(error)
@@ -282,26 +283,26 @@ class ClaudeAgent:
                     ctx.record("error", flush=True, turn=turn, text=failure.message, attrs=attrs)
                     self._compact(ctx, conversation, turn, force=True)
                     continue
+                if failure.connect and not self._answered:
+                    reason = f"cannot reach the Anthropic API: {one_line(error)}"
+                    final = f"{reason} (not retried: no call has got through in this run)"
+                    _record_call_error(ctx, turn, final, {**attrs, "final": True})
+                    raise KernelseekError(
+                        f"{reason}; check the network, a proxy (HTTPS_PROXY) or "
+                        "ANTHROPIC_BASE_URL"
+                    ) from None
                 if not failure.retryable or attempt >= self.retry.attempts:
-                    ctx.record(
-                        "error",
-                        flush=True,
-                        role="harness",
-                        source="harness",
-                        turn=turn,
-                        text=f"model call failed for good: {failure.message}",
-                        attrs={**attrs, "final": True},
-                    )
+                    gave_up = f"model call failed for good: {failure.message}"
+                    _record_call_error(ctx, turn, gave_up, {**attrs, "final": True})
                     raise
                 wait = self.retry.wait(attempt, failure.retry_after, self._rng)
-                ctx.record(
-                    "error",
-                    flush=True,
-                    role="harness",
-                    source="harness",
-                    turn=turn,
-                    text=f"model call failed ({failure.message}); retrying in {wait:.1f} s",
-                    attrs={**attrs, "wait_s": round(wait, 3)},
-                )
+                retrying = f"model call failed ({failure.message}); retrying in {wait:.1f} s"
+                _record_call_error(ctx, turn, retrying, {**attrs, "wait_s": round(wait, 3)})
                 self._sleep(wait)
                 ctx.checkpoint()
+
+
+def _record_call_error(ctx: AgentContext, turn: int, text: str, attrs: dict[str, Any]) -> None:
+    """The ``error`` event of a failed model call (retried, or ``final``)."""
+    ctx.record("error", flush=True, role="harness", source="harness", turn=turn, text=text,
+               attrs=attrs)  # fmt: skip

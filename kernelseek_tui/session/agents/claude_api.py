@@ -5,6 +5,9 @@ conversation, so a retry sends the same request again and no tool runs twice. Re
 limits (429), server errors (5xx, 529 overloaded), connection failures and timeouts, and an
 ``error`` event inside a 200 stream whose type says the same (``overloaded_error``,
 ``api_error``); the wait doubles from ``base_s`` up to ``max_s`` (or follows ``retry-after``).
+A connection that cannot be made at all (``connect``: no route, no DNS) is retried only once
+the API has answered in this run: before that it is a bad network or setting, and waiting
+minutes would only hide it.
 
 Nothing here imports ``anthropic`` at module level: the offline agents never load it.
 """
@@ -14,6 +17,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from typing import Any, Final
+
+from kernelseek_tui.errors import one_line
 
 RETRYABLE_STATUS: Final = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 RETRYABLE_TYPES: Final = frozenset(
@@ -72,6 +77,7 @@ class CallFailure:
     message: str
     retry_after: float | None = None
     too_long: bool = False  # the prompt does not fit: compact, then try again
+    connect: bool = False  # no connection could be made (not a timeout of one that was)
 
 
 def classify(error: BaseException) -> CallFailure:
@@ -87,7 +93,9 @@ def classify(error: BaseException) -> CallFailure:
         retryable = status in RETRYABLE_STATUS or error_type in RETRYABLE_TYPES
         return CallFailure(retryable, status, error_type, message, retry_after, too_long)
     if isinstance(error, anthropic.APIConnectionError):  # timeouts are connection errors too
-        return CallFailure(True, None, "connection_error", message)
+        timeout = isinstance(error, anthropic.APITimeoutError)
+        message = f"{message} ({one_line(error)})"[:500]
+        return CallFailure(True, None, "connection_error", message, connect=not timeout)
     return CallFailure(False, None, None, message)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.session.agents.base import AgentContext, CommitPolicy
+from kernelseek_tui.session.agents.base import AgentContext
 from kernelseek_tui.session.state import event_attrs
 from kernelseek_tui.trace.schema import Event
 
@@ -70,7 +70,6 @@ class ReplayAgent:
     """Replays the session recorded in ``replay_from`` (a session directory)."""
 
     name: str = "replay"
-    commit_policy: CommitPolicy = "verified"
     raises_decisions: bool = False
 
     def __init__(self, replay_from: str | Path) -> None:

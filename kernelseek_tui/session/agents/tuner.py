@@ -7,14 +7,14 @@ task.toml lists the values) catches what moving one knob at a time misses; an im
 starts the descent again. No point is evaluated twice.
 
 Each evaluation is an ``evaluate`` tool call with the point as its ``knobs`` (the engine writes
-``knobs.json`` next to the kernel and commits it with every improvement). On resume the points
-already judged are read from the trace, so the search replays to where it stopped without
-calling anything again.
+``knobs.json`` next to the kernel and commits it with every point that passes, marking the new
+bests). On resume the points already judged are read from the trace, so the search replays to
+where it stopped without calling anything again.
 
 With several evaluation slots (``--gpus``) the points of one step that do not depend on each
 other (every value of the knob being varied; every neighbour of a refinement pass) are judged
 up to ``eval_slots`` at once (``evaluate_many``), then taken in the same order as one at a time,
-so the search visits the same points in the same order and commits the same improvements.
+so the search visits the same points in the same order and makes the same commits.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import itertools
 import math
 from typing import Any
 
-from kernelseek_tui.session.agents.base import AgentContext, CommitPolicy
+from kernelseek_tui.session.agents.base import AgentContext
 from kernelseek_tui.session.state import event_attrs
 from kernelseek_tui.session.tools import ToolOutcome
 from kernelseek_tui.task import Knob
@@ -39,7 +39,6 @@ class TunerAgent:
     """Knob search (see the module docstring). ``margin``: how much faster counts as better."""
 
     name: str = "tuner"
-    commit_policy: CommitPolicy = "improvements"
     raises_decisions: bool = False  # it cannot read a question: asking one would only be noise
 
     def __init__(self, margin: float = 0.0) -> None:

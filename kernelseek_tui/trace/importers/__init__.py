@@ -33,18 +33,34 @@ class ImportResult:
     path: Path | None = None
     skipped_records: dict[str, int] = field(default_factory=dict)
     torn_last_line: bool = False
+    elsewhere: int = 0  # events left out because another session already holds them
+
+
+def session_event_ids(session_dir: Path) -> set[str]:
+    """The ``event_id`` of every event a session holds (none for a session not written yet)."""
+    if not session_dir.is_dir() or not scan_session(session_dir, warn=False).has_events:
+        return set()
+    ids = read_session(session_dir, columns=["event_id"], resolve_blobs=False)
+    return set(pc.unique(ids.column("event_id")).to_pylist())
 
 
 def write_imported(
-    traces: Path, session_id: str, events: list[dict[str, Any]], meta: dict[str, Any]
+    traces: Path,
+    session_id: str,
+    events: list[dict[str, Any]],
+    meta: dict[str, Any],
+    *,
+    elsewhere: frozenset[str] | set[str] = frozenset(),
 ) -> ImportResult:
-    """Append the events whose ``event_id`` the session lacks; write session.json if absent."""
+    """Append the events whose ``event_id`` the session lacks; write session.json if absent.
+
+    ``elsewhere``: ids another session already holds (the same lines copied into another
+    transcript): left out, so that nothing is counted twice across sessions.
+    """
     paths = SessionPaths(Path(traces) / session_id)
-    existing: set[str] = set()
-    if paths.dir.is_dir() and scan_session(paths.dir, warn=False).has_events:
-        ids = read_session(paths.dir, columns=["event_id"], resolve_blobs=False)
-        existing = set(pc.unique(ids.column("event_id")).to_pylist())
-    new = [e for e in events if e["event_id"] not in existing]
+    existing = session_event_ids(paths.dir)
+    held = [e for e in events if e["event_id"] not in existing]
+    new = [e for e in held if e["event_id"] not in elsewhere]
     if new:
         with TraceWriter(paths.dir, session_id) as writer:
             writer.append_many(new)
@@ -54,7 +70,8 @@ def write_imported(
         session_id=session_id,
         session_dir=paths.dir,
         added=len(new),
-        already_present=len(events) - len(new),
+        already_present=len(events) - len(held),
+        elsewhere=len(held) - len(new),
     )
 
 

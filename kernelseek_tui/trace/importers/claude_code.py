@@ -38,6 +38,9 @@ from kernelseek_tui.trace.schema import datetime_to_us, to_json_text
 # A fixed namespace so that the same transcript line always yields the same event id.
 _NAMESPACE: Final = uuid.UUID("6c1f3f7e-2b1e-4d7c-9a8f-1c2d3e4f5a6b")
 _KNOWN_TYPES: Final = frozenset({"user", "assistant", "system", "summary"})
+# Lines Claude Code writes beside the conversation: a file of only these is a transcript with
+# nothing to import (Claude Code leaves such files behind), not a foreign file.
+_AUXILIARY_TYPES: Final = frozenset({"file-history-snapshot", "queue-operation", "progress"})
 _USAGE_KEYS: Final = (
     "input_tokens",
     "output_tokens",
@@ -148,7 +151,7 @@ def _read_records(path: Path) -> tuple[list[dict[str, Any]], bool, dict[str, int
             records.append(value)
         else:
             skipped[str(kind)] += 1
-    if not records:
+    if not records and not _AUXILIARY_TYPES & set(skipped):
         raise TranscriptError(
             f"{path}: not a Claude Code JSONL transcript (no user/assistant/system/summary lines)"
         )
@@ -540,15 +543,31 @@ def _mtime_us(path: Path) -> int:
         return 0
 
 
-def import_claude_code(path: Path, traces: Path, *, session_id: str | None = None) -> ImportResult:
-    """Import one transcript into ``traces/<session_id>/``; events already there are skipped."""
-    transcript = parse_transcript(path, session_id)
+def import_claude_code(
+    path: Path,
+    traces: Path,
+    *,
+    session_id: str | None = None,
+    elsewhere: frozenset[str] | set[str] = frozenset(),
+) -> ImportResult:
+    """Import one transcript into ``traces/<session_id>/``; events already there are skipped,
+    and so are those whose ids are in ``elsewhere`` (held by another session)."""
+    return write_transcript(parse_transcript(path, session_id), traces, elsewhere=elsewhere)
+
+
+def write_transcript(
+    transcript: Transcript, traces: Path, *, elsewhere: frozenset[str] | set[str] = frozenset()
+) -> ImportResult:
+    """Write a parsed transcript as its session (see :func:`import_claude_code`)."""
+    path = transcript.path
     meta = {
         "agent": "claude-code (imported)",
         "model": transcript.models[0] if transcript.models else None,
         "imported_from": str(Path(path).resolve()),
     }
-    result = write_imported(traces, transcript.session_id, transcript.events, meta)
+    result = write_imported(
+        traces, transcript.session_id, transcript.events, meta, elsewhere=elsewhere
+    )
     result.path = Path(path)
     result.skipped_records = transcript.skipped_records
     result.torn_last_line = transcript.torn_last_line

@@ -1,15 +1,21 @@
-"""One event in full: every field, the whole text, tool input and attrs as pretty JSON."""
+"""One event in full: its fields, the whole text, tool input and attrs; for an evaluation,
+its per-scenario table (read from its full result in a worker)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from kernelseek_tui.browse.event_detail import scenario_table
+from kernelseek_tui.evaluate.result import EvalResult
 
 
 class EventDetailScreen(ModalScreen[None]):
@@ -51,10 +57,17 @@ class EventDetailScreen(ModalScreen[None]):
         Binding("pageup", "body_page(-1)", "Page up", show=False),
     ]
 
-    def __init__(self, detail: str, title: str = "") -> None:
+    def __init__(
+        self,
+        detail: str,
+        title: str = "",
+        load_result: Callable[[], EvalResult | None] | None = None,
+    ) -> None:
         super().__init__()
         self.detail = detail
         self.title_text = title
+        self._load_result = load_result
+        self.scenarios: str | None = None  # the table shown, once loaded
 
     def compose(self) -> ComposeResult:
         with Vertical(id="event-detail-frame"):
@@ -66,6 +79,23 @@ class EventDetailScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#event-detail-body", VerticalScroll).focus()
+        if self._load_result is not None:
+            self._read_result(self._load_result)
+
+    @work(thread=True, exclusive=True, group="event-detail")
+    def _read_result(self, load: Callable[[], EvalResult | None]) -> None:
+        result = load()
+        if result is not None and result.scenarios:
+            self.app.call_from_thread(self._show_scenarios, scenario_table(result))
+
+    def _show_scenarios(self, table: str) -> None:
+        self.scenarios = table
+        # First: what an evaluation found is what one opens its detail for.
+        title = "── scenarios " + "─" * 48
+        self.body.mount(
+            Static(Text(f"{title}\n{table}\n"), id="event-detail-scenarios"),
+            before="#event-detail-text",
+        )
 
     @property
     def body(self) -> VerticalScroll:

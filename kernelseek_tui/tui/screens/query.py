@@ -103,6 +103,7 @@ class QueryScreen(Screen[None]):
         *,
         max_rows: int = MAX_ROWS,
         timeout_s: float | None = QUERY_TIMEOUT_S,
+        run_first: str | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -114,6 +115,7 @@ class QueryScreen(Screen[None]):
         self.max_rows = max_rows
         self.timeout_s = timeout_s
         self._deadline: QueryDeadline | None = None  # the running query's, to stop it
+        self._run_first = run_first  # a canned query to run as the screen opens
         # DuckDB connections are not for two threads at once; a new query waits for the last.
         self._store_lock = threading.Lock()
         self._run = 0
@@ -135,6 +137,8 @@ class QueryScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#query-sql", Input).focus()
+        if self._run_first is not None:
+            self.run_canned(self._run_first)
 
     def on_unmount(self) -> None:
         self.stop_query("the query screen was left")
@@ -299,25 +303,45 @@ def read_capped(reader: pa.RecordBatchReader, max_rows: int) -> tuple[pa.Table, 
 
 
 _PARAM = re.compile(r"\$(\w+)")
+# The canned queries' optional filter: ``$p IS NULL OR column = $p``.
+_OPTIONAL = re.compile(r"\$(\w+) IS NULL OR ([\w.]+) = \$\1\b")
+# What an unset optional filter leaves behind, tidied away.
+_LEFT_OVER = (
+    (re.compile(r"\bWHERE\s+\(?TRUE\)?\s+AND\b"), "WHERE"),
+    (re.compile(r"\s+AND\s+\(?TRUE\)?(?=\s|$)"), ""),
+    (re.compile(r"\bWHERE\s+\(?TRUE\)?(?=\s|$)"), ""),
+)
 
 
 def inline_params(sql: str, params: dict[str, Any]) -> str:
-    """``sql`` on one line with its ``$name`` parameters written as SQL literals."""
+    """``sql`` on one line with its ``$name`` parameters written as SQL literals, as a person
+    would write it: an optional filter left unset disappears (no ``NULL IS NULL OR s = NULL``),
+    one that is set reads ``s = 'value'``."""
+
+    def optional(match: re.Match[str]) -> str:
+        name, column = match.group(1), match.group(2)
+        if name not in params:
+            return match.group(0)
+        return "TRUE" if params[name] is None else f"{column} = {_literal(params[name])}"
 
     def literal(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in params:
-            return match.group(0)
-        value = params[name]
-        if value is None:
-            return "NULL"
-        if isinstance(value, bool):
-            return "TRUE" if value else "FALSE"
-        if isinstance(value, (int, float)):
-            return repr(value)
-        return "'" + str(value).replace("'", "''") + "'"
+        return _literal(params[name]) if name in params else match.group(0)
 
-    return " ".join(_PARAM.sub(literal, sql).split())
+    text = " ".join(_PARAM.sub(literal, _OPTIONAL.sub(optional, sql)).split())
+    for pattern, replacement in _LEFT_OVER:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
 
 
 def _first_words(sql: str, limit: int = 40) -> str:

@@ -19,11 +19,15 @@ from kernelseek_tui.browse.benchmark import (
     sort_rows,
     summary_of,
 )
+from kernelseek_tui.browse.columns import Column
 from kernelseek_tui.evaluate.result import EvalResult
+from kernelseek_tui.tui.widgets.fitted_table import fill_fitted
 
 NO_EVALUATION: Final = "no evaluation selected"
 
-# (row attribute, header), the numbers that matter most first so a narrow pane shows them.
+# (row attribute, header), in the order shown. A narrow pane keeps them by priority, each
+# whole: the verdict and speedup first, then the scenario name (shortened with an ellipsis),
+# then the other numbers from left to right.
 _COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("passed", "pass"),
     ("scenario", "scenario"),
@@ -34,6 +38,16 @@ _COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("ms", "ms"),
     ("max_error", "max err"),
     ("tolerance", "tol"),
+)
+_PRIORITY: Final = ("passed", "speedup", "scenario")
+_FITTED: Final = tuple(
+    Column(
+        key,
+        _PRIORITY.index(key) if key in _PRIORITY else len(_PRIORITY) + index,
+        flexible=key == "scenario",
+        min_width=10,
+    )
+    for index, (key, _) in enumerate(_COLUMNS)
 )
 # What `s` cycles through: the evaluation's order first, then each sortable column.
 _SORT_CYCLE: Final[tuple[str | None, ...]] = (None, *SORT_KEYS)
@@ -172,20 +186,27 @@ class BenchmarkPane(Widget):
     def _fill(self, keep_scenario: str | None) -> None:
         table = self.table
         self.rows = sort_rows(self._all_rows, self.sort_key, self.descending)
-        table.clear(columns=True)
+        headers: dict[str, Text] = {}
         for index, (key, header) in enumerate(_COLUMNS):
             label = header
             if key == self.sort_key:
                 label += " ▼" if self.descending else " ▲"
-            table.add_column(Text(label, justify="left" if index < 2 else "right"), key=key)
-        for index, row in enumerate(self.rows):
-            table.add_row(*_cells(row), key=str(index))
+            headers[key] = Text(label, justify="left" if index < 2 else "right")
+        rows = [
+            (str(index), dict(zip((key for key, _ in _COLUMNS), _cells(row), strict=True)))
+            for index, row in enumerate(self.rows)
+        ]
+        fill_fitted(table, _FITTED, headers, rows, self.size.width)
         if keep_scenario is not None:
             for index, row in enumerate(self.rows):
                 if row.scenario == keep_scenario:
                     table.move_cursor(row=index)
                     break
         self._show_reasons()
+
+    def on_resize(self) -> None:
+        if self.result is not None:
+            self._resort()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()

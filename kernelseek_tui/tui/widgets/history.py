@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.widget import Widget
 from textual.widgets import DataTable
 
+from kernelseek_tui.browse.columns import Column
 from kernelseek_tui.browse.timeline import Timeline
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.history import BisectOutcome, BisectProgress, Candidate, SessionHistory
@@ -31,10 +32,36 @@ from kernelseek_tui.tui.bisect_runner import (
 )
 from kernelseek_tui.tui.messages import CandidateSelected
 from kernelseek_tui.tui.screens.diff import DiffScreen
+from kernelseek_tui.tui.widgets.fitted_table import fill_fitted
 from kernelseek_tui.tui.widgets.speedup_plot import SpeedupPlot
 
 MARK = "●"
+NEW_BEST = "★"
 QUESTION_WIDTH = 36
+# What a narrow pane keeps, by priority: which candidate, how fast, which commit; the question
+# (free text) is shortened with an ellipsis before anything else goes.
+_COLUMNS = (
+    Column("mark", 0),
+    Column("n", 1),
+    Column("seq", 7),
+    Column("speedup", 2),
+    Column("best", 3),
+    Column("vs_fa3", 5),
+    Column("passed", 6),
+    Column("sha", 4),
+    Column("question", 8, flexible=True, min_width=12),
+)
+_HEADERS = {
+    "mark": Text(MARK),
+    "n": Text("n"),
+    "seq": Text("seq"),
+    "speedup": Text("speedup"),
+    "best": Text("best"),
+    "vs_fa3": Text("vs FA3"),
+    "passed": Text("passed"),
+    "sha": Text("sha"),
+    "question": Text("question"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +92,8 @@ class CandidateTable(DataTable[Text]):
 class HistoryPane(Widget, can_focus=True):
     """Candidates newest first (plus the start commit last), the sparkline above them.
 
-    Columns: mark, n, seq, speedup, vs FA3, passed/total, short sha, the question before it.
+    Columns: mark, n, seq, speedup, new best (★), vs FA3, passed/total, short sha, the question
+    before it.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -118,19 +146,7 @@ class HistoryPane(Widget, can_focus=True):
     def compose(self) -> ComposeResult:
         yield SpeedupPlot(id="history-plot")
         yield BisectStatus("", id="history-status")
-        table = CandidateTable(cursor_type="row", zebra_stripes=True, id="history-table")
-        for label, key in (
-            (MARK, "mark"),
-            ("n", "n"),
-            ("seq", "seq"),
-            ("speedup", "speedup"),
-            ("vs FA3", "vs_fa3"),
-            ("passed", "passed"),
-            ("sha", "sha"),
-            ("question", "question"),  # last: the one long column, cut off at narrow widths
-        ):
-            table.add_column(label, key=key)
-        yield table
+        yield CandidateTable(cursor_type="row", zebra_stripes=True, id="history-table")
 
     # --- public ---------------------------------------------------------------------------
 
@@ -225,18 +241,19 @@ class HistoryPane(Widget, can_focus=True):
         self._status.say(f"cannot read the history: {message}", "red")
 
     def _fill(self, rows: list[HistoryRow]) -> None:
-        table = self._table
         keep = self.selected_sha
         self._rows = rows
         shas = {row.sha for row in rows}
         self._marks = [sha for sha in self._marks if sha in shas]
-        table.clear()
-        for row in rows:
-            table.add_row(*self._cells(row), key=row.sha)
+        self._fit_table()
         if self._loading:
             self._loading = False
             count = len(rows) - 1
-            self._status.say(f"{count} candidate{'s' if count != 1 else ''}", "dim")
+            bests = sum(1 for row in rows if row.candidate and row.candidate.new_best)
+            status = f"{count} candidate{'s' if count != 1 else ''}"
+            if bests:
+                status += f", {bests} new best{'s' if bests != 1 else ''} ({NEW_BEST})"
+            self._status.say(status, "dim")
         pending, self._pending = self._pending, None
         if pending is not None and pending[0] == "sha":
             self.select_sha(str(pending[1]))
@@ -247,26 +264,47 @@ class HistoryPane(Widget, can_focus=True):
         elif rows:
             self._move_to(0, announce=False)
 
-    def _cells(self, row: HistoryRow) -> list[Text]:
+    def _fit_table(self) -> None:
+        """Fill the table with the columns that fit the pane (cursor kept by the caller)."""
+        rows = [(row.sha, self._cells(row)) for row in self._rows]
+        columns: tuple[Column, ...] = _COLUMNS
+        if not any(row.candidate and row.candidate.new_best is not None for row in self._rows):
+            # Commits made before the New-Best trailer: an empty column would say "none".
+            columns = tuple(column for column in _COLUMNS if column.key != "best")
+        fill_fitted(self._table, columns, _HEADERS, rows, self.size.width)
+
+    def on_resize(self) -> None:
+        if self._rows:
+            keep = self.selected_sha
+            self._fit_table()
+            if keep is not None:
+                self.select_sha(keep)
+
+    def _cells(self, row: HistoryRow) -> dict[str, Text]:
         c = row.candidate
         mark = Text(MARK if row.sha in self._marks else "", style="bold yellow")
         if c is None:
-            return [mark, Text("0"), Text(""), Text("start", style="dim"), Text(""), Text(""),
-                    Text(row.sha[:10], style="dim"), Text("")]  # fmt: skip
+            return {"mark": mark, "n": Text("0"), "seq": Text(""),
+                    "speedup": Text("start", style="dim"), "best": Text(""), "vs_fa3": Text(""),
+                    "passed": Text(""), "sha": Text(row.sha[:10], style="dim"),
+                    "question": Text("")}  # fmt: skip
         question = c.question
         if question is None and self._timeline is not None:
             asked = self._timeline.question_before(c.seq)
             question = asked.text if asked is not None else None
-        return [
-            mark,
-            Text(str(c.n)),
-            Text(str(c.seq)),
-            Text(f"{c.speedup:.2f}x" if c.speedup is not None else "-", style="green"),
-            Text(f"{c.vs_fa3:.2f}" if c.vs_fa3 is not None else "-"),
-            Text(f"{c.passed}/{c.total}", style="" if c.passed == c.total else "red"),
-            Text(c.short_sha, style="cyan"),
-            Text(_shorten(one_line(question), QUESTION_WIDTH) if question else "", style="magenta"),
-        ]
+        return {
+            "mark": mark,
+            "n": Text(str(c.n)),
+            "seq": Text(str(c.seq)),
+            "speedup": Text(f"{c.speedup:.2f}x" if c.speedup is not None else "-", style="green"),
+            "best": Text(NEW_BEST if c.new_best else "", style="bold yellow"),
+            "vs_fa3": Text(f"{c.vs_fa3:.2f}" if c.vs_fa3 is not None else "-"),
+            "passed": Text(f"{c.passed}/{c.total}", style="" if c.passed == c.total else "red"),
+            "sha": Text(c.short_sha, style="cyan"),
+            "question": Text(
+                _shorten(one_line(question), QUESTION_WIDTH) if question else "", style="magenta"
+            ),
+        }
 
     # --- moving ---------------------------------------------------------------------------
 

@@ -53,7 +53,7 @@ class SpeedupPlot(Widget):
             (f" over {timeline.total_tool_calls} tool calls", "dim"),
             (f", {asked} question{'s' if asked != 1 else ''} (?)" if asked else "", "dim"),
         )
-        label.truncate(width)
+        label.truncate(width, overflow="ellipsis")  # a cut count must not read as whole
         text = Text("\n").join(
             [
                 label,

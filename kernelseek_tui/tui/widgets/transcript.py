@@ -9,9 +9,12 @@ repeat the last query afterwards.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
+from functools import partial
 from typing import ClassVar
 
 import pyarrow as pa
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -20,7 +23,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kernelseek_tui.browse.columns import clip
 from kernelseek_tui.browse.transcript import FILTERS, TranscriptIndex, filter_spec
+from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.tui.messages import EventSelected
 from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
 
@@ -87,6 +92,8 @@ class TranscriptView(ScrollView, can_focus=True):
         self._searching = False
         self._buffer = ""
         self._note = ""  # one line of feedback ("no match"), shown in the prompt line
+        # seq -> the eval's full result, for the per-scenario table of its detail view.
+        self.eval_loader: Callable[[int], EvalResult | None] | None = None
         if index is not None:
             self.set_index(index)
 
@@ -199,9 +206,11 @@ class TranscriptView(ScrollView, can_focus=True):
         row = self.selected_row
         if row is None or self._index is None:
             return
-        line = self._index.line(row)
-        title = f"{line.kind} · seq {line.seq} · {line.clock} UTC"
-        self.app.push_screen(EventDetailScreen(self._index.detail(row), title))
+        loader = None
+        if self.eval_loader is not None and self._index.kind_at(row) == "eval":
+            loader = partial(self.eval_loader, self._index.seq_at(row))
+        detail = EventDetailScreen(self._index.detail(row), self._index.detail_title(row), loader)
+        self.app.push_screen(detail)
 
     def action_search(self) -> None:
         self._searching = True
@@ -305,13 +314,15 @@ class TranscriptView(ScrollView, can_focus=True):
         base = Style.parse(line.style) if line.style else Style()
         on_cursor = position == self._cursor
         label = line.label.ljust(_LABEL_WIDTH)
+        # Cut by words with an ellipsis: a number cut to its first digits would read as real.
+        room = width - 3 - cell_len(line.clock) - cell_len(label)
         segments = [
             Segment("▶" if on_cursor else " ", base),
             Segment(line.clock, _CLOCK_STYLE + base if not line.style else base),
             Segment(" ", base),
             Segment(label, base + Style(bold=True)),
             Segment(" ", base),
-            Segment(line.summary, base),
+            Segment(clip(line.summary, room), base),
         ]
         strip = Strip(segments).adjust_cell_length(width, base)
         if on_cursor:
