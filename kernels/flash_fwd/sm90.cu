@@ -1,31 +1,38 @@
 // FlashAttention forward for Hopper (sm_90a): wgmma tensor cores, TMA loads on mbarriers,
 // producer/consumer warp specialization. One self-contained file on the task's launch ABI.
+// kernels/flash_fwd/NOTES.md logs each version with its measured numbers.
 //
-// Work split. One CTA owns BLOCK_M = 128 query rows of one (batch, head) and walks that head's
-// keys in tiles of BLOCK_N (128 for head dims 64 and 128, 64 for 256, so that O, S and P of a
-// consumer fit in its registers). Causal grids run the longest query tiles first.
+// Work split. One CTA owns BLOCK_M query rows of one (batch, head), 64 per consumer warpgroup
+// (d64: 3 consumers, 192 rows; d128/d256: 2 consumers, 128 rows), and walks that head's keys
+// in tiles of BLOCK_N (128 for d64 and d128, 64 for d256, so that O, S and P of a consumer fit
+// in its registers; knobs SM90_D128_BLOCK_N=176 and SM90_D256_BLOCK_N=80 widen them). Causal
+// grids run the longest query tiles first.
 //
-// Warps and roles (384 threads, three warpgroups):
+// Warps and roles (warpgroup 0 and the consumers):
 //   warpgroup 0, the producer: one thread issues every TMA load (Q once, then K and V per tile
-//     into a ring of STAGES buffers); the warpgroup gives up registers (setmaxnreg 24).
-//   warpgroups 1 and 2, the consumers: 64 query rows each (one wgmma M of 64); they take
-//     registers (setmaxnreg 240) and per key tile: S = Q K^T (wgmma, both from shared memory),
-//     mask, online softmax in fp32 registers with exp2, P to bf16 in registers, O += P V (wgmma
-//     with P as the register A operand), then release the stage.
+//     into a ring of STAGES buffers); the warpgroup gives up registers (setmaxnreg 24, or 32
+//     beside three consumers).
+//   the consumers (setmaxnreg 240, or 160 for three): tile 0 runs S = Q K^T alone; then each
+//     step j issues S_j and P_{j-1} V_{j-1} together (wgmma, S from shared memory, P from
+//     registers as the A operand), waits for S_j only, masks it and runs the online softmax
+//     (fp32 registers, exp2) while P V is still on the tensor cores, then waits for P V,
+//     rescales O and converts the new P to bf16; a last step finishes P V. The three phases are
+//     straight-line code: a wgmma under a branch makes ptxas serialise them all (C7520).
+//   Turns (SM90_PINGPONG): consumers issue their GEMMs in round-robin turns (named barriers),
+//     so one's softmax runs while another's GEMMs do.
 //
-// Pipeline. Barriers in shared memory: q_full; per stage k_full, v_full (the TMA completes the
-//   transaction bytes) and kv_empty (one arrival per consumer warp once its P V is done). The
-//   producer runs up to STAGES tiles ahead. K and V of a stage have separate barriers, so S of a
-//   tile starts while its V is still landing.
+// Pipeline. Barriers in shared memory: q_full; per stage k_full and v_full (the TMA completes
+//   the transaction bytes), k_empty and v_empty (one arrival per consumer warp: K once its S is
+//   done, V once its P V is). The producer runs up to STAGES tiles ahead (3 for d64, 2 else).
 //
 // Shared memory (dynamic, 1024-byte aligned). Every tile is stored as column chunks of 64 bf16
 //   (128 bytes per row, the widest TMA box with 128-byte swizzle): chunk c holds rows x 64
 //   columns, row r at r*128 bytes, the 16-byte units of a row XOR-ed with (r % 8). This is the
 //   layout the TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and the layout wgmma reads with the
 //   128-byte-swizzle descriptor: K-major for Q and K (A and B of S), N-major for V (B of P V,
-//   with the transpose bit). Q: HEADDIM/64 chunks of 128 rows; K and V: STAGES x HEADDIM/64
-//   chunks of BLOCK_N rows. The epilogue reuses each consumer's 64 Q rows to stage its O tile
-//   for a TMA store.
+//   with the transpose bit). Q: HEADDIM/64 chunks of BLOCK_M rows; K and V: STAGES x
+//   HEADDIM/64 chunks of BLOCK_N rows. The epilogue reuses each consumer's 64 Q rows to stage
+//   its O tile for a TMA store.
 //
 // Masking and ragged edges. Tensor maps are 4-D (headdim, heads, seqlen, batch) over the dense
 //   tensors, so a tile past seqlen_q or seqlen_k is clipped by the hardware: loads fill zeros,
@@ -36,8 +43,8 @@
 //   so no inf - inf appears.
 //
 // Host side: the four tensor maps are encoded per call with the driver's cuTensorMapEncodeTiled
-// (libcuda, linked by the harness as task.toml's [build] link_driver says) and passed by value
-// as __grid_constant__ parameters.
+// (libcuda, which the harness links because task.toml's driver_functions allows that function)
+// and passed by value as __grid_constant__ parameters.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
