@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU box: several versions of a flash_fwd kernel in one call. Each passes the smoke
+# shapes first (a hang or a wrong result drops it before any timing), then all that passed are
+# timed together against FA3 and cuDNN (benchmarks/fa_bench.py: do_bench, L2 flushed per call,
+# interleaved shape by shape), then the judge runs its objective on JUDGE (default: the last).
+#   OUT=/some/dir scripts/gpu_compare_versions.sh v1.cu v5.cu ...
+# Versions come from git history, e.g. `git show aef20c5:kernels/flash_fwd/sm90.cu > v1.cu`
+# (kernels/flash_fwd/NOTES.md names the commit of each version). Needs the carried wheels in
+# .whl (scripts/fetch_gpu_wheels). JUDGE_SETS: `--set` names for the judge (default: the
+# objective); JUDGE=none skips it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-compare-out}
+mkdir -p "$OUT"
+# shellcheck source=/dev/null
+source scripts/gpu_env.sh || { echo "wheel install failed"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
+passed=()
+for src in "$@"; do
+  if timeout 120 python3 benchmarks/fa_smoke.py "$src" > "$OUT/smoke.tmp" 2>&1; then
+    passed+=(--source "$src")
+  fi
+  cat "$OUT/smoke.tmp" >> "$OUT/smoke.txt"
+  echo "smoke $src: $(tail -1 "$OUT/smoke.tmp")"
+done
+rm -f "$OUT/smoke.tmp"
+[ ${#passed[@]} -gt 0 ] || { echo "no version passed the smoke shapes"; exit 1; }
+timeout 400 python3 benchmarks/fa_bench.py "${passed[@]}" --json "$OUT/fa_bench.json" \
+  > "$OUT/fa_bench.txt" 2>&1
+tail -$(( ${#passed[@]} / 2 + 1 )) "$OUT/fa_bench.txt"
+judge=${JUDGE:-${!#}}
+if [ "$judge" != none ]; then
+  set_args=()
+  for s in ${JUDGE_SETS:-}; do set_args+=(--set "$s"); done
+  timeout 300 python3 -m kernelseek_tui eval kernels/flash_fwd --source "$judge" "${set_args[@]}" \
+    --json > "$OUT/eval.json" 2> "$OUT/eval.err"
+  echo "judge on $judge: exit $?"
+  python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1])); s = r['summary']
+worst = max((x['max_error'] / x['tolerance'] for x in r['scenarios'] if x['tolerance']), default=0)
+print(r['verdict'], f\"{s['passed']}/{s['total']}\", r['reasons'][:3], f'max out error {worst:.2f} of the tolerance')
+" "$OUT/eval.json"
+fi
