@@ -15,7 +15,6 @@ As a sanity check (not the judge: `kernelseek eval` is), each row also shows the
 from __future__ import annotations
 
 import argparse
-import ctypes
 import functools
 import importlib.util
 import json
@@ -65,29 +64,22 @@ def load_flops(task_dir: Path) -> Any:
 
 
 class Candidate:
-    """One built source, called through ks_launch on torch's current stream."""
+    """One built source, called through the judge's own ks_launch binding on torch's stream."""
 
     def __init__(self, name: str, library: Path) -> None:
+        from kernelseek_tui.evaluate.worker import Kernel
+
         self.name = name
-        self._lib = ctypes.CDLL(str(library))
-        self._fn = self._lib.ks_launch
-        self._fn.restype = ctypes.c_int
-        self._fn.argtypes = [
-            ctypes.POINTER(ctypes.c_void_p),
-            ctypes.POINTER(ctypes.c_int64),
-            ctypes.POINTER(ctypes.c_double),
-            ctypes.c_void_p,
-        ]
+        self._kernel = Kernel(str(library))
 
     def bind(self, tensors: list[Any], shape: dict[str, int], scale: float, stream: int):
-        ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
         order = ("batch", "seqlen_q", "seqlen_k", "nheads", "nheads_kv", "headdim", "causal")
-        ints = (ctypes.c_int64 * len(order))(*[shape[k] for k in order])
-        floats = (ctypes.c_double * 1)(scale)
-        fn = self._fn
+        launch = self._kernel.bind(
+            [t.data_ptr() for t in tensors], [shape[k] for k in order], [scale], stream
+        )
 
         def call() -> None:
-            code = fn(ptrs, ints, floats, stream)
+            code = launch()
             if code != 0:
                 raise RuntimeError(f"{self.name}: ks_launch returned {code}")
 
