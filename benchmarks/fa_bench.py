@@ -27,32 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.evaluate.build import build
-from kernelseek_tui.task import load_task
-
-HEADDIMS = (64, 128, 256)
-SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
-TOKENS = 16384
-HIDDEN = 2048
+from kernelseek_tui.task import Task, load_task
 
 
-def bench_shapes(only: str | None) -> list[dict[str, int]]:
-    """FA3's benchmark shapes, as the task's bench set: 16k tokens, hidden 2048."""
-    shapes = []
-    for headdim in HEADDIMS:
-        for causal in (0, 1):
-            for seqlen in SEQLENS:
-                shape = {
-                    "batch": TOKENS // seqlen,
-                    "seqlen_q": seqlen,
-                    "seqlen_k": seqlen,
-                    "nheads": HIDDEN // headdim,
-                    "nheads_kv": HIDDEN // headdim,
-                    "headdim": headdim,
-                    "causal": causal,
-                }
-                if only is None or f"d{headdim}" == only:
-                    shapes.append(shape)
-    return shapes
+def bench_shapes(task: Task, only: str | None) -> list[dict[str, int]]:
+    """The task's own bench set (FA3's shapes), one head dim only with ``only`` (e.g. d128)."""
+    shapes = [dict(s.fields) for s in task.scenarios("bench")]
+    return [s for s in shapes if only is None or f"d{s['headdim']}" == only]
 
 
 def load_flops(task_dir: Path) -> Any:
@@ -175,7 +156,7 @@ def main() -> int:
         header += [f"{c.name}/fa3" for c in candidates] + ["max|out-fa3|"]
     print(" | ".join(header))
     stream = torch.cuda.current_stream().cuda_stream
-    for shape in bench_shapes(args.only):
+    for shape in bench_shapes(task, args.only):
         torch.manual_seed(0)
         b, s, h, d = shape["batch"], shape["seqlen_q"], shape["nheads"], shape["headdim"]
         q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))

@@ -35,10 +35,5 @@ if [ "$judge" != none ]; then
   timeout 300 python3 -m kernelseek_tui eval kernels/flash_fwd --source "$judge" "${set_args[@]}" \
     --json > "$OUT/eval.json" 2> "$OUT/eval.err"
   echo "judge on $judge: exit $?"
-  python3 -c "
-import json, sys
-r = json.load(open(sys.argv[1])); s = r['summary']
-worst = max((x['max_error'] / x['tolerance'] for x in r['scenarios'] if x['tolerance']), default=0)
-print(r['verdict'], f\"{s['passed']}/{s['total']}\", r['reasons'][:3], f'max out error {worst:.2f} of the tolerance')
-" "$OUT/eval.json"
+  python3 benchmarks/judge_summary.py "$OUT/eval.json"
 fi

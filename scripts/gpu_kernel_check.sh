@@ -39,22 +39,7 @@ if [ "$SETS" != none ]; then
   timeout 420 python3 -m kernelseek_tui eval kernels/flash_fwd --source "$SOURCE" \
     "${set_args[@]}" --json > "$OUT/eval.json" 2> "$OUT/eval.err"
   echo "eval exit $? after $(( $(date +%s) - started )) s"
-  python3 - "$OUT/eval.json" <<'PY'
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no eval JSON:", e); sys.exit()
-s = r["summary"]
-print("verdict", r["verdict"], r["reasons"][:5], f"{s['passed']}/{s['total']}", "vs peers", s.get("vs_peers"))
-worst = 0.0
-for sc in r["scenarios"]:
-    if sc["max_error"] is not None and sc["tolerance"]:
-        worst = max(worst, sc["max_error"] / sc["tolerance"])
-    if sc["passed"] is not True:
-        print("  FAIL", sc["name"], sc["fields"], sc["reasons"][:3])
-print(f"max out error / tolerance: {worst:.3f}")
-PY
+  python3 benchmarks/judge_summary.py "$OUT/eval.json"
   tail -5 "$OUT/eval.err"
 fi
 if [ "${BENCH:-1}" = 1 ]; then

@@ -26,7 +26,12 @@ from functools import cache
 from pathlib import Path
 
 from kernelseek_tui.evaluate.include_rules import include_check
-from kernelseek_tui.evaluate.object_rules import driver_calls, object_check, undefined_symbols
+from kernelseek_tui.evaluate.object_rules import (
+    driver_calls,
+    object_check,
+    run_tool,
+    undefined_symbols,
+)
 from kernelseek_tui.task import DependencyRule
 
 BUILD_VERSION = "1"  # bump when the build recipe changes, so old cache entries are not reused
@@ -93,7 +98,7 @@ def find_libcuda(nvcc: str | None = None) -> Path | None:
     if override:
         return Path(override) if Path(override).exists() else None
     try:
-        cache = _run(["ldconfig", "-p"], 30).stdout
+        cache = run_tool(["ldconfig", "-p"], 30).stdout
     except (OSError, subprocess.TimeoutExpired):
         cache = ""
     found = re.search(r"libcuda\.so\.1 \(libc6,x86-64\) => (\S+)", cache)
@@ -110,14 +115,14 @@ def find_libcuda(nvcc: str | None = None) -> Path | None:
 def library_check(library: Path, rule: DependencyRule, entry: str) -> list[str]:
     """Reasons from the linked library: interposing exports and needed libraries."""
     reasons = []
-    exported = _run(["nm", "-D", "--defined-only", "--format=posix", str(library)], 60)
+    exported = run_tool(["nm", "-D", "--defined-only", "--format=posix", str(library)], 60)
     names = [line.split()[0] for line in exported.stdout.splitlines() if line.strip()]
     if entry not in names:
         reasons.append(f"the library does not export {entry!r} with C linkage")
     for name in names:
         if _INTERPOSING.match(name):
             reasons.append(f"the library exports {name!r}, which would interpose on the runtime")
-    dynamic = _run(["readelf", "-d", str(library)], 60)
+    dynamic = run_tool(["readelf", "-d", str(library)], 60)
     for needed in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic.stdout):
         stem = needed.split(".so", 1)[0]
         # "ld-linux" allows "ld-linux-x86-64"; "libc" must not allow "libcublas".
@@ -126,14 +131,10 @@ def library_check(library: Path, rule: DependencyRule, entry: str) -> list[str]:
     return reasons
 
 
-def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-
-
 @cache
 def nvcc_version(nvcc: str = "nvcc") -> str:
     try:
-        return _run([nvcc, "--version"], 60).stdout.strip()
+        return run_tool([nvcc, "--version"], 60).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
 
@@ -227,10 +228,11 @@ def _compile(
             reason = "build failed: " + _first_errors(result.stderr + result.stdout)
             return BuildResult(ok=False, reasons=[reason], log="\n".join(log))
         if step == 0:
-            reasons = object_check(work / "kernel.o", rule)
+            symbols = undefined_symbols(work / "kernel.o")
+            reasons = object_check(work / "kernel.o", rule, symbols)
             if reasons:
                 return BuildResult(ok=False, reasons=reasons, log="\n".join(log))
-            driver = driver_calls(undefined_symbols(work / "kernel.o"))
+            driver = driver_calls(symbols)
             if driver:
                 libcuda = find_libcuda(nvcc)
                 if libcuda is None:

@@ -49,8 +49,7 @@ def include_check(
     """
     reasons = []
     for path in sorted(direct_includes(nvcc, source, flags, timeout_s)):
-        resolved = Path(path)
-        inside = resolved.resolve().is_relative_to(source.parent.resolve())
+        inside = Path(path).resolve().is_relative_to(source.parent.resolve())
         allowed = any(path.endswith("/" + name) for name in rule.allowed_includes)
         if inside or not allowed:
             reasons.append(f"includes {path!r} (after preprocessing), outside the dependency rule")

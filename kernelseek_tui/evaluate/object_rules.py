@@ -21,7 +21,8 @@ NVCC_CONSTRUCTORS = 1
 _SYSCALL = re.compile(r"\s(syscall|sysenter|int\s+\$0x80)\b")
 
 
-def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+def run_tool(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """A binutils (or nvcc) command's output, as text."""
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -39,7 +40,7 @@ def matches(symbol: str, patterns: tuple[str, ...]) -> bool:
 
 def undefined_symbols(obj: Path) -> list[str]:
     """What the object calls from outside itself, without symbol versions."""
-    result = _run(["nm", "--undefined-only", "--format=posix", str(obj)], 60)
+    result = run_tool(["nm", "--undefined-only", "--format=posix", str(obj)], 60)
     return [line.split()[0].split("@", 1)[0] for line in result.stdout.splitlines() if line.strip()]
 
 
@@ -47,9 +48,10 @@ def driver_calls(symbols: list[str]) -> list[str]:
     return sorted({s for s in symbols if _DRIVER_FUNCTION.match(s)})
 
 
-def object_check(obj: Path, rule: DependencyRule) -> list[str]:
-    """Reasons the candidate's object breaks the rule (see the module docstring)."""
-    symbols = undefined_symbols(obj)
+def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = None) -> list[str]:
+    """Reasons the candidate's object breaks the rule (see the module docstring); ``symbols``:
+    its undefined symbols, when the caller has read them already."""
+    symbols = undefined_symbols(obj) if symbols is None else symbols
     bad = sorted({s for s in symbols if matches(s, rule.forbidden_symbols)})
     reasons = [f"calls forbidden symbol {s!r}" for s in bad]
     driver = driver_calls(symbols)
@@ -73,7 +75,7 @@ def object_check(obj: Path, rule: DependencyRule) -> list[str]:
 
 def constructor_entries(obj: Path) -> int:
     """Functions the loader runs before anything else: relocations in .init_array/.ctors."""
-    listing = _run(["readelf", "-rW", str(obj)], 60).stdout
+    listing = run_tool(["readelf", "-rW", str(obj)], 60).stdout
     sections = re.split(r"\nRelocation section '", listing)
     count = 0
     for section in sections:
@@ -85,7 +87,7 @@ def constructor_entries(obj: Path) -> int:
 
 
 def raw_syscalls(obj: Path) -> bool:
-    disassembly = _run(["objdump", "-d", "--no-show-raw-insn", str(obj)], 120).stdout
+    disassembly = run_tool(["objdump", "-d", "--no-show-raw-insn", str(obj)], 120).stdout
     return _SYSCALL.search(disassembly) is not None
 
 
