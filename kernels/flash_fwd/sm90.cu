@@ -544,6 +544,8 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         wgmma_fence();
         issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem + s * S::kKVBytes);
         wgmma_commit();
+        rescale<HEADDIM>(o, alpha);  // on the CUDA cores while S_j is on the tensor cores
+        wgmma_fence();               // O was written: order it before P V reads it
         issue_pv<HEADDIM, BN>(o, pa, v_smem + s_prev * S::kKVBytes);
         wgmma_commit();
         pass_turn<kConsumers>(wg);
@@ -557,12 +559,12 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         fence_registers<HEADDIM / 2>(o);
         __syncwarp();
         if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
-        rescale<HEADDIM>(o, alpha);
         to_operand<BN>(sc, pa);
     }
     if (n_blocks > 0) {
         const int s_last = (n_blocks - 1) % STAGES;
         mbar_wait(v_full + 8 * s_last, ((n_blocks - 1) / STAGES) & 1);
+        rescale<HEADDIM>(o, alpha);
         wait_turn(wg);
         wgmma_fence();
         issue_pv<HEADDIM, BN>(o, pa, v_smem + s_last * S::kKVBytes);
