@@ -34,8 +34,8 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
 
 @pytest.mark.parametrize(
     "defines",
-    [{}, {"SM90_D128_BLOCK_N": 176, "SM90_D256_BLOCK_N": 80}, {"SM90_PINGPONG": 0}],
-    ids=["defaults", "wide-tiles", "no-turns"],
+    [{}, {"SM90_D128_BLOCK_N": 128, "SM90_D256_BLOCK_N": 64}, {"SM90_PINGPONG": 0}],
+    ids=["defaults", "narrow-tiles", "no-turns"],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:
     report = ptxas_report(tmp_path, defines)

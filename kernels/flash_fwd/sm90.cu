@@ -4,9 +4,9 @@
 //
 // Work split. One CTA owns BLOCK_M query rows of one (batch, head), 64 per consumer warpgroup
 // (d64: 3 consumers, 192 rows; d128/d256: 2 consumers, 128 rows), and walks that head's keys
-// in tiles of BLOCK_N (128 for d64 and d128, 64 for d256, so that O, S and P of a consumer fit
-// in its registers; knobs SM90_D128_BLOCK_N=176 and SM90_D256_BLOCK_N=80 widen them). Causal
-// grids run the longest query tiles first.
+// in tiles of BLOCK_N (128 for d64 and causal d128, 176 for d128, 80 for d256: as wide as a
+// consumer's registers hold O, S and P; knobs SM90_D128_BLOCK_N=128 and SM90_D256_BLOCK_N=64
+// narrow them). Causal grids run the longest query tiles first.
 //
 // Warps and roles (warpgroup 0 and the consumers):
 //   warpgroup 0, the producer: one thread issues every TMA load (Q once, then K and V per tile
@@ -15,9 +15,11 @@
 //   the consumers (setmaxnreg 240, or 160 for three): tile 0 runs S = Q K^T alone; then each
 //     step j issues S_j and P_{j-1} V_{j-1} together (wgmma, S from shared memory, P from
 //     registers as the A operand), waits for S_j only, masks it and runs the online softmax
-//     (fp32 registers, exp2) while P V is still on the tensor cores, then waits for P V,
-//     rescales O and converts the new P to bf16; a last step finishes P V. The three phases are
-//     straight-line code: a wgmma under a branch makes ptxas serialise them all (C7520).
+//     (fp32 registers, exp2) while P V is still on the tensor cores, then waits for P V and
+//     converts the new P to bf16; O is rescaled for the new row maxima at the next step, on
+//     the CUDA cores while S runs on the tensor cores; a last step finishes P V. The three
+//     phases are straight-line code: a wgmma under a branch makes ptxas serialise them all
+//     (C7520).
 //   Turns (SM90_PINGPONG): consumers issue their GEMMs in round-robin turns (named barriers),
 //     so one's softmax runs while another's GEMMs do.
 //
@@ -67,10 +69,10 @@ constexpr float kLn2 = 0.6931471805599453f;
 // Key-tile widths: as wide as registers and shared memory allow (fewer softmax reductions and
 // O rescales per key); causal d128 keeps 128 so fewer keys are wasted on the diagonal.
 #ifndef SM90_D128_BLOCK_N
-#define SM90_D128_BLOCK_N 128
+#define SM90_D128_BLOCK_N 176
 #endif
 #ifndef SM90_D256_BLOCK_N
-#define SM90_D256_BLOCK_N 64
+#define SM90_D256_BLOCK_N 80
 #endif
 template <int HEADDIM, bool CAUSAL>
 constexpr int block_n() {
