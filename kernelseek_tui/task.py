@@ -139,6 +139,11 @@ class Timing:
     max_reps: int = 200
     rotate_l2_multiple: float = 3.0  # rotate input sets until they span this many L2s
     max_rotations: int = 8
+    # "flushed": each call timed alone between two events with the L2 cache flushed before it,
+    # the way FA3's and Triton's own benchmarks time (do_bench); "batched": back-to-back calls
+    # between two events (cheaper per sample, but a peer with a slow Python-side launch is
+    # timed low on short calls and every kernel gains from a warm L2 and overlapping tails).
+    method: str = "flushed"
     # The device's peak for the task's arithmetic: a measured rate above it means the timed
     # calls did not do the work (memoized, skipped), whatever their outputs say.
     max_tflops: float | None = None
@@ -403,8 +408,23 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
             driver_functions=tuple(deps.get("driver_functions", [])),
             allowed_symbols=tuple(deps.get("allowed_symbols", [])),
         ),
-        timing=Timing(**raw.get("timing", {})),
+        timing=_timing(raw.get("timing", {}), path),
     )
+
+
+TIMING_METHODS = ("flushed", "batched")
+
+
+def _timing(raw: dict[str, Any], path: Path) -> Timing:
+    try:
+        timing = Timing(**raw)
+    except TypeError as error:
+        raise TaskError(f"{path}: [timing]: {error}") from None
+    if timing.method not in TIMING_METHODS:
+        raise TaskError(
+            f"{path}: [timing] method {timing.method!r} is not one of {', '.join(TIMING_METHODS)}"
+        )
+    return timing
 
 
 def _random_rule(

@@ -1,0 +1,124 @@
+"""The judge's timing methods on a stand-in CUDA runtime whose clock only the calls move."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kernelseek_tui.evaluate import timing as timing_module
+from kernelseek_tui.evaluate.timing import time_calls
+from kernelseek_tui.task import Timing
+
+
+class FakeGpu:
+    """A stream whose clock moves by what is enqueued: kernels, flushes and launch gaps."""
+
+    def __init__(self, kernel_ms: float, flush_ms: float, launch_gap_ms: float = 0.0) -> None:
+        self.now = 0.0
+        self.kernel_ms, self.flush_ms, self.launch_gap_ms = kernel_ms, flush_ms, launch_gap_ms
+        self.log: list[str] = []
+        gpu = self
+
+        class Event:
+            def __init__(self) -> None:
+                self.t = 0.0
+
+            def record(self, stream: Any) -> None:
+                self.t = gpu.now
+
+            def synchronize(self) -> None:
+                pass
+
+        def memset(ptr: int, value: int, size: int, stream: int) -> None:
+            gpu.now += gpu.flush_ms
+            gpu.log.append("flush")
+
+        def raw_kernel(source: str, name: str) -> Any:
+            def launch(grid: Any, block: Any, args: Any, stream: Any) -> None:
+                gpu.now += args[0] / 1e6
+                gpu.log.append("hold")
+
+            return launch
+
+        self.cp = SimpleNamespace(
+            uint8="uint8",
+            uint64=int,
+            RawKernel=raw_kernel,
+            empty=lambda size, dtype: SimpleNamespace(data=SimpleNamespace(ptr=1), nbytes=size),
+            cuda=SimpleNamespace(
+                Event=Event,
+                Device=lambda: SimpleNamespace(id=0, attributes={"L2CacheSize": 60 << 20}),
+                get_elapsed_time=lambda a, b: b.t - a.t,
+                runtime=SimpleNamespace(memsetAsync=memset, deviceSynchronize=lambda: None),
+            ),
+        )
+        self.stream = SimpleNamespace(ptr=7, synchronize=lambda: None)
+
+    def call(self, index: int) -> None:
+        # A slow Python-side launch leaves the GPU idle before a back-to-back call only.
+        if self.log and self.log[-1].startswith("call"):
+            self.now += self.launch_gap_ms
+        self.now += self.kernel_ms
+        self.log.append(f"call {index}")
+
+
+@pytest.fixture(autouse=True)
+def fresh_flush_buffers(monkeypatch) -> None:
+    monkeypatch.setattr(timing_module, "_flush_buffers", {})
+    monkeypatch.setattr(timing_module, "_hold_kernels", {})
+
+
+def test_flushed_times_each_call_alone_after_a_flush() -> None:
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.call, 3, Timing(method="flushed", max_reps=40))
+    assert stats.median_ms == pytest.approx(0.2)
+    assert stats.calls_per_sample == 1
+    assert 5 <= len(stats.samples_ms) <= 40
+    timed = [i for i, entry in enumerate(gpu.log) if entry.startswith("call")]
+    # every timed call but the cross-check's back-to-back batch follows a flush
+    flushed_calls = [i for i in timed if gpu.log[i - 1] == "flush"]
+    assert len(flushed_calls) >= len(stats.samples_ms)
+
+
+def test_flushed_sees_the_kernel_not_the_launch_gap_that_batched_counts() -> None:
+    flushed = FakeGpu(kernel_ms=0.2, flush_ms=0.05, launch_gap_ms=0.05)
+    batched = FakeGpu(kernel_ms=0.2, flush_ms=0.05, launch_gap_ms=0.05)
+    a = time_calls(flushed.cp, flushed.stream, flushed.call, 2, Timing(method="flushed"))
+    b = time_calls(batched.cp, batched.stream, batched.call, 2, Timing(method="batched"))
+    assert a.median_ms == pytest.approx(0.2)
+    assert b.median_ms > 0.22  # the gaps between back-to-back calls are in the batch
+
+
+def test_flushed_keeps_the_refill_between_warm_up_and_the_measured_calls() -> None:
+    gpu = FakeGpu(kernel_ms=1.0, flush_ms=0.1)
+    marks: list[int] = []
+    time_calls(
+        gpu.cp, gpu.stream, gpu.call, 2, Timing(method="flushed", warmup_ms=5, rep_ms=10),
+        after_warmup=lambda: marks.append(len(gpu.log)),
+    )
+    (mark,) = marks
+    assert any(e.startswith("call") for e in gpu.log[:mark])
+    assert any(e.startswith("call") for e in gpu.log[mark:])
+
+
+def test_a_task_names_only_a_known_method(tmp_path) -> None:
+    from kernelseek_tui.task import TaskError, _timing
+
+    assert _timing({}, tmp_path).method == "flushed"
+    with pytest.raises(TaskError, match="method 'fast'"):
+        _timing({"method": "fast"}, tmp_path)
+    with pytest.raises(TaskError, match="timing"):
+        _timing({"wamup_ms": 3}, tmp_path)
+
+
+def test_the_measured_calls_start_behind_a_held_stream() -> None:
+    gpu = FakeGpu(kernel_ms=0.3, flush_ms=0.05)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.call, 2, Timing(method="flushed"))
+    holds = [i for i, entry in enumerate(gpu.log) if entry == "hold"]
+    assert len(holds) == 1
+    # the hold comes right before the last run of samples, none of which it is inside
+    after = [e for e in gpu.log[holds[0] + 1 :] if e.startswith("call")]
+    assert len(after) >= len(stats.samples_ms)
+    assert stats.median_ms == pytest.approx(0.3)
