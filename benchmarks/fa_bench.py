@@ -9,7 +9,7 @@ As a sanity check (not the judge: `kernelseek eval` is), each row also shows the
 |out - FA3's out| of the first candidate on the same inputs.
 
     python3 benchmarks/fa_bench.py --source kernels/flash_fwd/sm90.cu [--source other.cu]
-        [--task kernels/flash_fwd] [--json out.json] [--only d128] [--rep 100]
+        [--task kernels/flash_fwd] [--json out.json] [--only d128,s8192,c0] [--rep 100]
 """
 
 from __future__ import annotations
@@ -31,9 +31,16 @@ from kernelseek_tui.task import Task, load_task
 
 
 def bench_shapes(task: Task, only: str | None) -> list[dict[str, int]]:
-    """The task's own bench set (FA3's shapes), one head dim only with ``only`` (e.g. d128)."""
+    """The task's own bench set (FA3's shapes); ``only`` keeps the shapes that carry every tag
+    of a comma-separated list: d<headdim>, s<seqlen>, c<causal> (e.g. ``d128`` or
+    ``d128,s8192,c0``: one shape, as a profiler run wants)."""
     shapes = [dict(s.fields) for s in task.scenarios("bench")]
-    return [s for s in shapes if only is None or f"d{s['headdim']}" == only]
+    wanted = set(only.split(",")) if only else set()
+
+    def tags(shape: dict[str, int]) -> set[str]:
+        return {f"d{shape['headdim']}", f"s{shape['seqlen_q']}", f"c{shape['causal']}"}
+
+    return [s for s in shapes if wanted <= tags(s)]
 
 
 def load_flops(task_dir: Path) -> Any:
@@ -119,7 +126,7 @@ def main() -> int:
     parser.add_argument("--task", type=Path, default=Path("kernels/flash_fwd"))
     parser.add_argument("--source", type=Path, action="append", required=True)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--only", help="one head dim, e.g. d128")
+    parser.add_argument("--only", help="shape tags, e.g. d128 or d128,s8192,c0")
     parser.add_argument("--warmup", type=int, default=25, help="do_bench warm-up, ms")
     parser.add_argument("--rep", type=int, default=100, help="do_bench repetitions, ms")
     parser.add_argument("--no-peers", action="store_true")

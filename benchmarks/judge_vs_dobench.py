@@ -1,0 +1,88 @@
+"""The judge's per-shape TFLOP/s against `benchmarks/fa_bench.py`'s do_bench figures, for the
+candidate and each peer: the check that the judge times as the peers' own benchmarks do.
+
+    python3 benchmarks/judge_vs_dobench.py eval.json fa_bench.json --candidate sm90_v6
+
+`eval.json` from `kernelseek eval ... --set bench --json`, `fa_bench.json` from
+`fa_bench.py --json` (the candidate's column is its source file's stem). Prints one row per
+bench shape (judge / do_bench for each), how many are within the tolerance, and exits 1 when
+any is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+KEYS = ("headdim", "causal", "seqlen_q")
+
+
+def shape_key(fields: dict) -> tuple[int, ...]:
+    return tuple(int(fields[k]) for k in KEYS)
+
+
+def judge_figures(result: dict) -> dict[tuple[int, ...], dict[str, float]]:
+    figures = {}
+    for scenario in result["scenarios"]:
+        if scenario["set"] != "bench" or scenario.get("tflops") is None:
+            continue
+        row = {"candidate": scenario["tflops"]}
+        for name, peer in (scenario.get("peers") or {}).items():
+            if peer.get("tflops"):
+                row[name] = peer["tflops"]
+        figures[shape_key(scenario["fields"])] = row
+    return figures
+
+
+def dobench_figures(bench: dict, candidate: str) -> dict[tuple[int, ...], dict[str, float]]:
+    figures = {}
+    for row in bench["rows"]:
+        picked = {"candidate": row.get(candidate)}
+        picked.update({name: row[name] for name in ("fa3", "cudnn") if row.get(name)})
+        figures[shape_key(row)] = {k: v for k, v in picked.items() if v}
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("eval_json", type=Path)
+    parser.add_argument("fa_bench_json", type=Path)
+    parser.add_argument("--candidate", required=True, help="the candidate's fa_bench column")
+    parser.add_argument("--tolerance", type=float, default=0.03)
+    args = parser.parse_args()
+    judged = judge_figures(json.loads(args.eval_json.read_text()))
+    timed = dobench_figures(json.loads(args.fa_bench_json.read_text()), args.candidate)
+    names = ["candidate", "fa3", "cudnn"]
+    print("d | causal | seqlen | " + " | ".join(f"{n} judge/do_bench" for n in names))
+    within = {n: 0 for n in names}
+    counted = {n: 0 for n in names}
+    logs: dict[str, list[float]] = {n: [] for n in names}
+    for key in sorted(set(judged) & set(timed)):
+        cells = [str(k) for k in key]
+        for name in names:
+            a, b = judged[key].get(name), timed[key].get(name)
+            if not a or not b:
+                cells.append("-")
+                continue
+            ratio = a / b
+            counted[name] += 1
+            within[name] += abs(ratio - 1) <= args.tolerance
+            logs[name].append(math.log(ratio))
+            cells.append(f"{ratio:.3f}")
+        print(" | ".join(cells))
+    ok = True
+    for name in names:
+        if counted[name]:
+            geo = math.exp(sum(logs[name]) / len(logs[name]))
+            print(
+                f"{name}: {within[name]}/{counted[name]} shapes within "
+                f"{args.tolerance:.0%}; geomean ratio {geo:.3f}"
+            )
+            ok = ok and within[name] == counted[name]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
