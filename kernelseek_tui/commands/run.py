@@ -15,6 +15,7 @@ from typing import Any
 from kernelseek_tui.commands.common import add_traces_argument
 from kernelseek_tui.decisions import DecisionConfig
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.session.questions_mode import QUESTIONS_MODES
 from kernelseek_tui.session.tools import DEFAULT_SHELL_OUTPUT_CHARS, DEFAULT_SHELL_TIMEOUT_S
 
 AGENTS = ("claude", "tuner", "replay")
@@ -45,6 +46,7 @@ SETTINGS = (
     "seed",
     "tuner_margin",
     "gpus",
+    "questions",
 )
 
 
@@ -124,6 +126,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="F",
         help=f"how much faster than the best so far counts as a new best, as a fraction "
         f"(default {_DECISION_DEFAULTS.new_best_margin}: timing noise is no progress)",
+    )
+    decide.add_argument(
+        "--questions",
+        choices=QUESTIONS_MODES,
+        metavar="MODE",
+        help="who answers decision moments: repertoire (default: a person attached may answer "
+        "first), person (wait --attach-wait for a person, attached or not, then the "
+        "repertoire), person-then-repertoire (person until one goes unanswered), off (no "
+        "questions, no draw_question tool: the control arm of an experiment)",
     )
     decide.add_argument(
         "--attach-wait",
@@ -366,6 +377,8 @@ def _engine_options(settings: dict[str, Any]) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if settings.get("attach_wait") is not None:
         options["attach_wait_s"] = float(settings["attach_wait"])
+    if settings.get("questions") is not None:
+        options["questions_mode"] = str(settings["questions"])
     if settings.get("shell_timeout") is not None:
         options["shell_timeout_s"] = float(settings["shell_timeout"])
     if settings.get("shell_output") is not None:
@@ -383,6 +396,12 @@ def _resume(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         raise KernelseekError("--source starts a new session; a resumed one goes on from its own")
     session_dir = find_session(traces_root(args.traces), args.resume)
     stored = read_meta(session_dir).config
+    mode = settings.get("questions")
+    if mode is not None and mode != stored.get("questions_mode", "repertoire"):
+        raise KernelseekError(
+            "--questions is fixed when a session starts: a session that changed arms midway "
+            "would compare with neither"
+        )
     if stored.get("agent") == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):
         raise KernelseekError("this session's claude agent needs $ANTHROPIC_API_KEY to go on")
     if not (args.evaluator or stored.get("evaluator")):

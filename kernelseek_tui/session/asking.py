@@ -12,14 +12,43 @@ from kernelseek_tui.session import inbox
 from kernelseek_tui.session.control import POLL_S, ControlMixin
 from kernelseek_tui.session.inbox import InboxCommand
 from kernelseek_tui.session.questions import SUGGESTIONS
-from kernelseek_tui.session.tools import ToolError, ToolOutcome
+from kernelseek_tui.session.questions_mode import (
+    DRAW_QUESTION,
+    offered_tools,
+    person_gone,
+    person_wait_s,
+    raises_questions,
+    waits_while_detached,
+)
+from kernelseek_tui.session.tools import ToolError, ToolOutcome, ToolSpec
 from kernelseek_tui.trace.schema import Event
 
 
 class AskingMixin(ControlMixin):
     """Questions, decisions and finish requests."""
 
+    _person_gone: bool | None = None  # see questions_mode.person_gone; read once, then kept
+
+    @property
+    def questions_mode(self) -> str:
+        return self.config.questions_mode
+
+    @property
+    def offered_tools(self) -> tuple[ToolSpec, ...]:
+        """The tools the agent is offered: every tool, less ``draw_question`` when off."""
+        return offered_tools(self.questions_mode)
+
+    def _is_person_gone(self) -> bool:
+        if self._person_gone is None:
+            self._person_gone = person_gone(self.past_events)
+        return self._person_gone
+
     def _draw_question(self) -> ToolOutcome:
+        if not raises_questions(self.questions_mode):
+            raise ToolError(
+                f"unknown tool {DRAW_QUESTION!r}: this session offers no questions "
+                f"(questions mode {self.questions_mode})"
+            )
         ranked = self.desk.rank("manual", self.state.question_ids)
         self._report_desk_problems()
         if not ranked:
@@ -72,12 +101,17 @@ class AskingMixin(ControlMixin):
 
     def _decide(self, moment: DecisionMoment | None) -> bool:
         """Record a decision moment and put a question for it; False when none could be found."""
-        if moment is None:
+        if moment is None or not raises_questions(self.questions_mode):
             return False
         ranked = self.desk.rank(moment.trigger, self.state.question_ids)
         self._report_desk_problems()
         attached = inbox.is_attached(self.paths.dir, fresh_s=self.config.attached_fresh_s)
-        wait = self.config.attach_wait_s if attached else 0.0
+        wait = person_wait_s(
+            self.questions_mode,
+            attached=attached,
+            attach_wait_s=self.config.attach_wait_s,
+            person_gone=self._is_person_gone(),
+        )
         decision = self._append(
             "decision",
             flush=True,
@@ -86,6 +120,7 @@ class AskingMixin(ControlMixin):
             attrs={
                 "attached": attached,
                 "wait_s": wait,
+                "questions_mode": self.questions_mode,
                 "suggestions": [{"id": q.id, "text": q.text} for q in ranked[:SUGGESTIONS]],
             },
         )
@@ -116,13 +151,24 @@ class AskingMixin(ControlMixin):
             )
             return False
         question = ranked[0]
+        # A person mode waited for a person who did not come: that ends the person phase of
+        # person-then-repertoire (recorded, so a resumed session knows it too).
+        awaited = wait > 0 and waits_while_detached(
+            self.questions_mode, person_gone=self._is_person_gone()
+        )
+        if awaited:
+            self._person_gone = True
         self.ask(
             question.text,
             question_id=question.id,
             source="repertoire",
             trigger=decision.trigger,
             decision=decision,
-            attrs={"level": question.level, **({"waited_s": wait} if wait else {})},
+            attrs={
+                "level": question.level,
+                **({"waited_s": wait} if wait else {}),
+                **({"person_awaited": True} if awaited else {}),
+            },
         )
         return True
 
@@ -137,7 +183,10 @@ class AskingMixin(ControlMixin):
                 self._handle_command(command)
             if time.monotonic() >= deadline or self._terminate.is_set():
                 return None
-            if not inbox.is_attached(self.paths.dir, fresh_s=self.config.attached_fresh_s):
+            detached = not inbox.is_attached(self.paths.dir, fresh_s=self.config.attached_fresh_s)
+            if detached and not waits_while_detached(
+                self.questions_mode, person_gone=self._is_person_gone()
+            ):
                 return None  # the person left: no point waiting out the timeout
             self._sleep(POLL_S)
 

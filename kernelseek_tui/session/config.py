@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.session.inbox import ATTACHED_FRESH_S
+from kernelseek_tui.session.questions_mode import REPERTOIRE, check_questions_mode
 from kernelseek_tui.session.tools import DEFAULT_SHELL_OUTPUT_CHARS, DEFAULT_SHELL_TIMEOUT_S
 
 DECISION_KEYS = (
@@ -80,6 +81,8 @@ class SessionConfig:
     gpus: list[str] | None = None
     # The starting kernel, a file in the task directory (None: the task's own source).
     source: str | None = None
+    # Who answers decision moments (session/questions_mode.py); "off" is the control arm.
+    questions_mode: str = REPERTOIRE
 
     def __post_init__(self) -> None:
         if self.gpus is not None:
@@ -95,6 +98,7 @@ class SessionConfig:
         self.decisions.setdefault("finish_questions", DEFAULT_FINISH_QUESTIONS)
         if self.attach_wait_s < 0:
             raise KernelseekError("--attach-wait must not be negative")
+        check_questions_mode(self.questions_mode)
 
     @property
     def session_dir(self) -> Path:

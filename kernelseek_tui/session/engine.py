@@ -190,6 +190,7 @@ class Engine(JudgingMixin, AskingMixin):
         self.meta.status = RUNNING
         self.meta.end_reason = None
         self.meta.config = self.config.to_dict()  # a resume may have changed budgets
+        self.meta.extra["questions_mode"] = self.config.questions_mode
         self._write_meta()
         self._collected = []
         self._append(
@@ -206,6 +207,8 @@ class Engine(JudgingMixin, AskingMixin):
                 "objective_sets": self.objective_sets,
                 "workspace": str(self.workspace),
                 "branch": self.history.branch,
+                "questions_mode": self.questions_mode,
+                "tools": [spec.name for spec in self.offered_tools],
             },
         )
         reason, detail = "done", f"the {agent.name} agent has nothing more to do"

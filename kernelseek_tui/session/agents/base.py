@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelseek_tui.session.tools import ToolOutcome
+from kernelseek_tui.session.tools import ToolOutcome, ToolSpec
 from kernelseek_tui.task import Task
 from kernelseek_tui.trace.schema import Event
 
@@ -56,6 +56,11 @@ class AgentContext(Protocol):
     @property
     def past_events(self) -> list[Event]:
         """The trace so far when resuming (empty for a fresh session), in seq order."""
+        ...
+
+    @property
+    def offered_tools(self) -> tuple[ToolSpec, ...]:
+        """The tools to offer the model (no ``draw_question`` in a session without questions)."""
         ...
 
     @property

@@ -110,7 +110,7 @@ class ClaudeAgent:
         system = system_prompt(
             ctx, shell_timeout_s=self.shell_timeout_s, shell_output_chars=self.shell_output_chars
         )
-        tools = tool_params()
+        tools = tool_params(ctx.offered_tools)
         conversation = Conversation.rebuild(ctx.past_events)
         turn = max((e.turn or 0 for e in ctx.past_events), default=0)
         if conversation.empty:

@@ -40,7 +40,15 @@ def system_prompt(ctx: AgentContext, *, shell_timeout_s: float, shell_output_cha
     task = ctx.task
     kernel = ctx.kernel_path
     sets = ", ".join(f"'{name}'" for name in sorted(task.sets))
-    tools = "\n".join(f"- {spec.name}: {spec.description}" for spec in TOOL_SPECS)
+    offered = ctx.offered_tools
+    tools = "\n".join(f"- {spec.name}: {spec.description}" for spec in offered)
+    # The control arm of an experiment hears no questions: its prompt does not promise any.
+    questions = (
+        "From time to time the harness puts a short question to you. It is not an instruction; "
+        "weigh it and let it shape what you do next. "
+        if any(spec.name == "draw_question" for spec in offered)
+        else ""
+    )
     return f"""You are working on one CUDA kernel inside a harness that judges every candidate.
 
 The kernel is the file `{kernel}` of your workspace, the directory your tools work in (paths \
@@ -64,8 +72,7 @@ Tools:
 run_shell stops a command after {shell_timeout_s:g} s and keeps {shell_output_chars} characters \
 of its output.
 
-From time to time the harness puts a short question to you. It is not an instruction; weigh it \
-and let it shape what you do next. When you want to stop, call finish with your reason."""
+{questions}When you want to stop, call finish with your reason."""
 
 
 def first_message(ctx: AgentContext) -> str:
