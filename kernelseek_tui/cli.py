@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "bisect",
     "import_",
     "report",
+    "experiment",
     "repertoire",
     "serve",
 )

@@ -18,6 +18,7 @@ from pathlib import Path
 from kernelseek_tui.errors import KernelseekError
 
 TRACES_ENV = "KERNELSEEK_TRACES"
+EXPERIMENT_FILE = "experiment.json"  # marks <traces>/<experiment>/ (see experiment/record.py)
 DEFAULT_TRACES = Path("traces")
 # Files shipped inside the package: in a checkout, links to the top of the source tree (so the
 # recorder writes where git sees it); in an installed wheel, copies (pip install . has no tree).
@@ -59,6 +60,8 @@ def has_sessions(root: Path) -> bool:
         if child.is_dir() and (
             paths.meta.is_file() or paths.events.is_file() or paths.wal.is_file()
         ):
+            return True
+        if (child / EXPERIMENT_FILE).is_file():  # an experiment's sessions lie one level down
             return True
     return False
 
