@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "import_",
     "report",
     "experiment",
+    "compare",
     "repertoire",
     "serve",
 )

@@ -156,3 +156,40 @@ def test_a_killed_experiment_resumes_where_it_stopped(
         assert read_meta(experiment_dir / session_id).status == "finished"
     actions = [json.loads(e.attrs).get("action") for e in read_events(first) if e.kind == "control"]
     assert actions[0] == "start" and "resume" in actions and actions[-1] == "end"
+
+
+def test_compare_gives_each_arm_its_numbers_and_no_verdict_at_two_per_arm(
+    finished: dict[str, Any],
+) -> None:
+    result = kernelseek(
+        finished["env"], finished["tmp"], "compare", "ab", "--traces", "tr", "--json"
+    )
+    numbers = json.loads(result.stdout)
+    assert list(numbers["arms"]) == ["questions", "off"]
+    # Both arms reach step 4 of the script (1.7x, 0.425 of FA3) at the 9th evaluation; the off
+    # arm stops at its first finish, two tool calls (draw_question, finish again) earlier.
+    assert numbers["equal_calls"] == 19 and numbers["reach"] == pytest.approx(1.7)
+    for arm, calls, questions, after in (("questions", 21, 4, 2), ("off", 19, 0, 0)):
+        for row in numbers["arms"][arm]:
+            assert row["best_speedup"] == pytest.approx(1.7)
+            assert row["vs_fa3"] == pytest.approx(0.425)
+            assert row["best_at_equal_calls"] == pytest.approx(1.7)
+            assert (row["tool_calls"], row["questions"]) == (calls, questions)
+            assert row["evals_to_reach"] == 9
+            assert (row["jumps"], row["jumps_after_question"]) == (4, after)
+            meta = read_meta(finished["dir"] / row["session_id"])
+            assert row["cost_usd"] == pytest.approx(meta.stats["cost_usd"])
+    assert numbers["verdicts"] == [
+        "no verdict on best speedup: 2 and 2 sessions cannot show a difference (an exact rank "
+        "test at 0.05 needs at least 4 sessions per arm)"
+    ]
+
+
+def test_compare_prints_a_table_per_arm_and_draws_the_plot(finished: dict[str, Any]) -> None:
+    result = kernelseek(
+        finished["env"], finished["tmp"], "compare", "ab", "--traces", "tr", "--out", "rep"
+    )
+    assert "arm questions (2 sessions)" in result.stdout and "arm off (2 sessions)" in result.stdout
+    assert "BEST@19" in result.stdout and "EVALS TO 1.700x" in result.stdout
+    png = finished["tmp"] / "rep" / "compare-ab.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
