@@ -138,7 +138,7 @@ def session_metrics(
             attrs = _attrs(row.get("attrs"))
             raw_speedup = row.get("speedup")
             passed = row.get("verdict") == "pass" and _finite(raw_speedup)
-            speedup = float(raw_speedup) if passed else 0.0
+            speedup = float(raw_speedup) if passed and raw_speedup is not None else 0.0
             objective = attrs.get("objective", True) and attrs.get("verified", passed)
             if passed and objective:
                 sha = row.get("candidate_sha")
