@@ -30,3 +30,26 @@ def test_report_of_a_missing_session_is_one_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 2 and "not a session directory" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_page_of_the_scripted_demo_is_one_offline_file_with_labelled_questions(
+    tmp_path: Path,
+) -> None:
+    import re
+    import xml.etree.ElementTree as ET
+
+    from kernelseek_tui.paths import DEMO_DIR
+
+    png, page = write_report(DEMO_DIR / "scripted-claude", tmp_path)
+    text = page.read_text()
+    assert "Caveat: scripted: recorded Messages-API replies" in text
+    assert re.findall(r'(?:src|href)="(?!#)[^"]+"', text) == []  # nothing fetched
+    svg = ET.fromstring(text[text.index("<svg") : text.index("</svg>") + 6])
+    titles = [e.text for e in svg.iter("{http://www.w3.org/2000/svg}title")]
+    questions = read_session(DEMO_DIR / "scripted-claude").to_pylist()
+    asked = [r["question_text"] for r in questions if r["kind"] == "question"]
+    assert titles == asked * 2  # each question hovers its text, in both panels
+    assert "Per scenario: the best candidate" in text and "claude-sonnet-4-5" in text
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    measured, _ = write_report(DEMO_DIR / "gpu-tuner-20261202-171357", tmp_path)
+    assert "Caveat" not in measured.with_suffix(".html").read_text()

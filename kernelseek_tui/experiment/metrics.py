@@ -49,6 +49,17 @@ class QuestionMark:
     source: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Jump:
+    """An evaluation faster than the best before it, and the question it may have followed."""
+
+    seq: int
+    tool_calls: int
+    before: float
+    after: float
+    question: QuestionMark | None  # the latest question within k evaluations before it
+
+
 @dataclass(slots=True)
 class SessionMetrics:
     """One session as ``compare`` sees it."""
@@ -64,6 +75,7 @@ class SessionMetrics:
     jumps: int = 0
     jumps_after_question: int = 0
     commits: list[int] = field(default_factory=list)  # tool calls at each new commit
+    jump_list: list[Jump] = field(default_factory=list)
 
     @property
     def final_best(self) -> float:
@@ -119,6 +131,7 @@ def session_metrics(
     commits: list[int] = []
     timed: set[str] = set()
     jumps = after_question = 0
+    jump_list: list[Jump] = []
     for row in rows:
         kind = row["kind"]
         seconds = _seconds(row["ts"], start)
@@ -147,8 +160,11 @@ def session_metrics(
                     timed.add(sha)
                 if not again and speedup > best * (1.0 + threshold):
                     jumps += 1
-                    if any(0 <= evals - 1 - q.evals < k for q in questions):
-                        after_question += 1
+                    near = [q for q in questions if 0 <= evals - 1 - q.evals < k]
+                    after_question += bool(near)
+                    jump_list.append(
+                        Jump(row["seq"], calls, best, speedup, near[-1] if near else None)
+                    )
                 best = max(best, speedup)
                 fa3 = row.get("vs_fa3")
                 if _finite(fa3):
@@ -170,6 +186,7 @@ def session_metrics(
         jumps=jumps,
         jumps_after_question=after_question,
         commits=commits,
+        jump_list=jump_list,
     )
 
 
