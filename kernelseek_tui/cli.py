@@ -29,6 +29,10 @@ COMMAND_MODULES = (
     "report",
     "repertoire",
     "serve",
+    "mcp",
+    "session",
+    "init_agent",
+    "hook",
 )
 
 
