@@ -165,7 +165,7 @@ def test_the_stop_hook_blocks_with_the_question_then_lets_the_agent_stop(
 def test_a_question_typed_in_the_app_reaches_the_agent_in_the_next_reply(
     claude_session,  # type: ignore[no-untyped-def]
 ) -> None:
-    host, project, _ = claude_session
+    host, _, _ = claude_session
     inbox.append_command(
         host.session_dir, {"type": "question", "text": "What does the profiler say?",
                            "source": "human"}
