@@ -176,3 +176,20 @@ def test_a_question_typed_in_the_app_reaches_the_agent_in_the_next_reply(
     events = read_events(host.session_dir)
     asked = next(e for e in events if e.kind == "question")
     assert asked.source == "human" and asked.trigger == "manual"
+
+
+def test_a_call_without_its_result_waits_and_the_harness_tools_are_left_out() -> None:
+    from kernelseek_tui.external.transcript_sync import ready_events
+
+    events = [
+        {"event_id": "a", "kind": "message", "text": "go"},
+        {"event_id": "b", "kind": "tool_call", "tool_name": "mcp__kernelseek__evaluate",
+         "tool_call_id": "t1"},
+        {"event_id": "c", "kind": "tool_call", "tool_name": "Bash", "tool_call_id": "t2"},
+        {"event_id": "d", "kind": "tool_result", "tool_name": "Bash", "tool_call_id": "t2"},
+        {"event_id": "e", "kind": "tool_call", "tool_name": "Edit", "tool_call_id": "t3"},
+        {"event_id": "f", "kind": "message", "text": "after"},
+    ]  # fmt: skip
+    assert [e["event_id"] for e in ready_events(events)] == ["a", "c", "d"]
+    answered = [*events, {"event_id": "g", "kind": "tool_result", "tool_call_id": "t3"}]
+    assert [e["event_id"] for e in ready_events(answered)] == ["a", "c", "d", "e", "f", "g"]
