@@ -31,6 +31,10 @@ COMMAND_MODULES = (
     "compare",
     "repertoire",
     "serve",
+    "mcp",
+    "session",
+    "init_agent",
+    "hook",
 )
 
 

@@ -237,6 +237,19 @@ class EngineCore:
             raise KernelseekError(f"agents record {sorted(AGENT_EVENT_KINDS)}, not {kind!r}")
         return self._append(kind, flush=flush, **fields)
 
+    def record_imported(self, fields: dict[str, Any]) -> Event:
+        """Append an event an agent outside the process wrote in its own transcript (its
+        messages, the tool calls it ran itself and their results), as the importer made it.
+
+        The transcript's event id is kept, so a line imported once is known again; the
+        harness never runs these calls, it only records that they happened.
+        """
+        return self._append(
+            str(fields["kind"]),
+            flush=True,
+            **{k: v for k, v in fields.items() if k not in ("kind", "seq", "session_id")},
+        )
+
     def _request_stop(self, reason: str, detail: str) -> None:
         if self._stop is None:
             self._stop = (reason, detail)

@@ -29,4 +29,9 @@ def make_agent(name: str, **options: Any) -> Agent:
         from kernelseek_tui.session.agents.replay import ReplayAgent
 
         return ReplayAgent(**options)
+    if name == "external":
+        raise KernelseekError(
+            "this session's agent is outside the process: resume it with `kernelseek mcp "
+            "--session ID` (or `kernelseek session start --session ID`)"
+        )
     raise KernelseekError(f"unknown agent {name!r}; choose one of {', '.join(AGENT_NAMES)}")

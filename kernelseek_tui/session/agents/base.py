@@ -115,6 +115,10 @@ class AgentContext(Protocol):
         """Append any other event (message, thinking, compaction, error) to the trace."""
         ...
 
+    def record_imported(self, fields: dict[str, Any]) -> Event:
+        """Append an event of an outside agent's own transcript (an importer's field dict)."""
+        ...
+
     def record_model_call(
         self,
         *,
