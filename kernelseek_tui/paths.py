@@ -7,6 +7,14 @@ A session's directory, ``<traces>/<session_id>/``, holds:
   events.parquet    the compacted trace, sorted by seq
   blobs/            content-addressed large payloads the trace rows point to
   inbox.jsonl       the control inbox: human questions, pause, resume, stop
+  evals/            the full EvalResult of each ``eval`` event (gzipped JSON), and the results
+                    of a batch that finished but are not recorded yet (``pending-<seq>``)
+  attached          touched by the app while a person watches (its mtime is the heartbeat)
+  engine.log        stdout and stderr of a detached engine
+  launch.json       what a detached engine is to do (transient)
+  writer.lock       held by the one TraceWriter of the session
+
+Every module names these files through :class:`SessionPaths`, never by their names.
 """
 
 from __future__ import annotations
@@ -100,6 +108,30 @@ class SessionPaths:
     def inbox(self) -> Path:
         return self.dir / "inbox.jsonl"
 
+    @property
+    def evals(self) -> Path:
+        return self.dir / "evals"
 
-def session_paths(root: Path, session_id: str) -> SessionPaths:
-    return SessionPaths(root / session_id)
+    def eval_result(self, name: str) -> Path:
+        """Where the full result of one ``eval`` event is kept (``name``: ``<seq>-<eval_id>``)."""
+        return self.evals / f"{name}.json.gz"
+
+    def pending_result(self, call_seq: int) -> Path:
+        """Where a batch's finished result waits until it is recorded."""
+        return self.evals / f"pending-{call_seq}.json.gz"
+
+    @property
+    def attached(self) -> Path:
+        return self.dir / "attached"
+
+    @property
+    def engine_log(self) -> Path:
+        return self.dir / "engine.log"
+
+    @property
+    def launch(self) -> Path:
+        return self.dir / "launch.json"
+
+    @property
+    def writer_lock(self) -> Path:
+        return self.dir / "writer.lock"

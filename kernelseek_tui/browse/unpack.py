@@ -20,9 +20,6 @@ from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.history.notes import ATTACHED_REF, NOTES_REF
 from kernelseek_tui.paths import DEMO_DIR, SessionPaths
 
-# Files of a live session that mean nothing in a copy (a lock of a writer long gone).
-_SKIPPED = {"writer.lock", "attached", "launch.json"}
-
 
 @dataclass(frozen=True, slots=True)
 class UnpackedSession:
@@ -50,7 +47,7 @@ def unpack_recorded(source: Path, dest: Path) -> list[UnpackedSession]:
     for session_id in recorded_sessions(source):
         session_dir = traces / session_id
         repo = repos / session_id
-        if not (session_dir / "session.json").is_file() or not (repo / ".git").exists():
+        if not SessionPaths(session_dir).meta.is_file() or not (repo / ".git").exists():
             shutil.rmtree(session_dir, ignore_errors=True)
             shutil.rmtree(repo, ignore_errors=True)
             _copy_trace(source / session_id, session_dir)
@@ -84,7 +81,10 @@ def pack_session(session_dir: Path, dest: Path) -> Path:
 
 
 def _copy_trace(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if n in _SKIPPED])
+    # Files of a live session that mean nothing in a copy (a lock of a writer long gone).
+    live = SessionPaths(source)
+    skipped = {path.name for path in (live.writer_lock, live.attached, live.launch)}
+    shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if n in skipped])
 
 
 def clone_bundle(bundle: Path, repo: Path) -> None:

@@ -432,17 +432,17 @@ def _resume(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
 
 def _detach(session_dir: Path, launch: dict[str, Any]) -> int:
+    from kernelseek_tui.paths import SessionPaths
     from kernelseek_tui.session.launch import spawn_detached
-    from kernelseek_tui.session.meta import LOG_NAME
 
-    if launch["mode"] == "start" and (session_dir / "session.json").exists():
+    if launch["mode"] == "start" and SessionPaths(session_dir).meta.exists():
         raise KernelseekError(f"session {session_dir.name!r} already exists: use --resume")
     pid = spawn_detached(session_dir, launch)
     name = session_dir.name
     print(f"session {name} is running in the background (pid {pid})")
     print(f"  attach:  kernelseek attach {name}")
     print(f"  list:    kernelseek ls --traces {session_dir.parent}")
-    print(f"  log:     {session_dir / LOG_NAME}")
+    print(f"  log:     {SessionPaths(session_dir).engine_log}")
     return 0
 
 

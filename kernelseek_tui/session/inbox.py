@@ -31,7 +31,6 @@ RESUME: Final = "resume"
 STOP: Final = "stop"
 COMMAND_TYPES: Final = (QUESTION, PAUSE, RESUME, STOP)
 
-ATTACHED_NAME: Final = "attached"
 ATTACHED_TOUCH_S: Final = 5.0
 ATTACHED_FRESH_S: Final = 15.0
 
@@ -148,7 +147,7 @@ def append_command(session_dir: Path, command: dict[str, Any]) -> dict[str, Any]
 
 
 def attached_path(session_dir: Path) -> Path:
-    return Path(session_dir) / ATTACHED_NAME
+    return SessionPaths(Path(session_dir)).attached
 
 
 def touch_attached(session_dir: Path) -> None:

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.session.meta import LOG_NAME, read_meta
+from kernelseek_tui.paths import SessionPaths
+from kernelseek_tui.session.meta import read_meta
 
-LAUNCH_NAME: Final = "launch.json"
 STARTUP_WAIT_S: Final = 30.0
 
 
 def write_launch(session_dir: Path, launch: dict[str, Any]) -> Path:
     session_dir.mkdir(parents=True, exist_ok=True)
-    path = session_dir / LAUNCH_NAME
+    path = SessionPaths(session_dir).launch
     path.write_text(json.dumps(launch, indent=2, sort_keys=True, default=str) + "\n")
     return path
 
@@ -46,13 +46,13 @@ def read_launch(path: Path) -> dict[str, Any]:
 def spawn_detached(session_dir: Path, launch: dict[str, Any]) -> int:
     """Start the engine for ``launch`` in the background; return its pid once it runs."""
     path = write_launch(session_dir, launch)
-    log = session_dir / LOG_NAME
+    log = SessionPaths(session_dir).engine_log
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     previous_pid = None
-    if (session_dir / "session.json").exists():
+    if SessionPaths(session_dir).meta.exists():
         previous_pid = read_meta(session_dir).pid
     with log.open("ab") as out:
         child = subprocess.Popen(

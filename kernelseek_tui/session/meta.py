@@ -28,8 +28,6 @@ CRASHED: Final = "crashed"
 STATUSES: Final = (RUNNING, PAUSED, FINISHED, CRASHED)
 LIVE_STATUSES: Final = frozenset({RUNNING, PAUSED})
 
-LOG_NAME: Final = "engine.log"  # stdout and stderr of a detached engine
-
 
 def utc_now() -> str:
     """The current UTC time as ISO 8601 with a ``Z``, to the second."""
@@ -188,7 +186,7 @@ def list_sessions(root: Path) -> list[SessionListing]:
     if not root.is_dir():
         return found
     for child in sorted(root.iterdir()):
-        if not (child / "session.json").is_file():
+        if not SessionPaths(child).meta.is_file():
             continue
         try:
             meta = read_meta(child)
@@ -203,9 +201,9 @@ def find_session(root: Path, ref: str) -> Path:
     """The session directory ``ref`` names: a path to one, an id under ``root``, or a unique
     prefix of an id. Raises KernelseekError naming the choices when it is ambiguous."""
     as_path = Path(ref).expanduser()
-    if (as_path / "session.json").is_file():
+    if SessionPaths(as_path).meta.is_file():
         return as_path.resolve()
-    if (root / ref / "session.json").is_file():
+    if SessionPaths(root / ref).meta.is_file():
         return (root / ref).resolve()
     matches = [s for s in list_sessions(root) if s.meta.session_id.startswith(ref)]
     if len(matches) == 1:

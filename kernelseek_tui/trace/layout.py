@@ -36,7 +36,6 @@ META_LAST_SEQ: Final = b"kernelseek.last_seq"
 META_WAL_START: Final = b"kernelseek.wal_start"
 META_WAL_END: Final = b"kernelseek.wal_end"
 PARQUET_SUFFIX: Final = ".parquet"
-LOCK_NAME: Final = "writer.lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +216,7 @@ def writer_active(session_dir: Path) -> bool:
     import fcntl
 
     try:
-        fd = os.open(Path(session_dir) / LOCK_NAME, os.O_RDONLY)
+        fd = os.open(SessionPaths(Path(session_dir)).writer_lock, os.O_RDONLY)
     except OSError:
         return False
     try:

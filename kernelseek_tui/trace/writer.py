@@ -37,7 +37,6 @@ from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.trace.blobs import DEFAULT_INLINE_LIMIT, BlobStore, externalize
 from kernelseek_tui.trace.durable import TMP_SUFFIX, fsync_dir, write_parquet_atomic
 from kernelseek_tui.trace.layout import (
-    LOCK_NAME,
     SessionScan,
     conform,
     part_metadata,
@@ -115,7 +114,7 @@ class TraceWriter:
         self._closed = False
 
         self.paths.dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = _acquire_lock(self.paths.dir / LOCK_NAME, session_id)
+        self._lock_fd = _acquire_lock(self.paths.writer_lock, session_id)
         try:
             self._next_seq = self._recover()
             self._wal_fd = os.open(self.paths.wal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
