@@ -77,7 +77,7 @@ def _heat_cell(value: float | None) -> str:
 def heat_map(session_dir: Path, metrics: SessionMetrics) -> str:
     """Per scenario: the final candidate's time against the first evaluation's and against
     FA3's, for the scenarios both timed; empty when the results are not stored."""
-    from kernelseek_tui.session.judging import load_result
+    from kernelseek_tui.session.eval_files import load_result
     from kernelseek_tui.trace.reader import read_session, table_to_events
 
     passing = [p.seq for p in metrics.curve if p.passed]

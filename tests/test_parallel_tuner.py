@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session.agents.tuner import TunerAgent
-from kernelseek_tui.session.batch import pending_path
 from kernelseek_tui.session.config import Budgets
 from kernelseek_tui.session.engine import Engine
 from kernelseek_tui.session.meta import read_meta, write_meta
@@ -272,7 +272,8 @@ def test_a_crash_mid_batch_keeps_what_finished_and_judges_again_what_did_not(
     assert (
         len(first_batch) == 2 and not [e for e in read_events(session_dir) if e.kind == "eval"][1:]
     )
-    assert pending_path(session_dir, first_batch[1].seq).exists()  # kept, not yet recorded
+    pending = SessionPaths(session_dir).pending_result(first_batch[1].seq)
+    assert pending.exists()  # kept, not yet recorded
 
     again = [SleepyGPU(str(i), log, delay=0) for i in range(2)]
     resumed = Engine.resume(session_dir, evaluator=again)
@@ -296,7 +297,7 @@ def test_a_crash_mid_batch_keeps_what_finished_and_judges_again_what_did_not(
     fresh = tune(task_dir, tmp_path / "other", gpus(2, [], delay=0), "fresh")
     assert sorted(map(json.dumps, points)) == sorted(map(json.dumps, judged_points(fresh)))
     assert tip_knobs(resumed) == {"BLOCK_M": 128, "BLOCK_N": 32}
-    assert not pending_path(session_dir, first_batch[1].seq).exists()
+    assert not pending.exists()
 
 
 def test_a_crash_while_recording_a_batch_commits_both_points_on_resume(

@@ -93,7 +93,7 @@ def test_each_tool_call_is_recorded_before_its_result_and_evals_commit(
     assert objective.vs_fa3 == 0.5 and objective.best_speedup == 1.25
     attrs = json.loads(objective.attrs)
     assert attrs["objective"] and attrs["will_commit"] and attrs["summary"]["passed"] == 4
-    from kernelseek_tui.session.judging import load_result
+    from kernelseek_tui.session.eval_files import load_result
 
     full = load_result(engine.session_dir, objective)
     assert full is not None and full.eval_id == objective.eval_id and len(full.scenarios) == 4

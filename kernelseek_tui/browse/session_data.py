@@ -16,7 +16,7 @@ from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import SessionHistory
 from kernelseek_tui.paths import SessionPaths
-from kernelseek_tui.session.judging import load_result
+from kernelseek_tui.session.eval_files import load_result
 from kernelseek_tui.session.meta import SessionMeta, effective_status, read_meta
 from kernelseek_tui.trace.reader import read_session_snapshot, table_to_events
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelseek_tui.evaluate.result import EvalResult
-from kernelseek_tui.session.evaluation import Committed, failure_lines
+from kernelseek_tui.session.engine.evaluation import Committed, failure_lines
 from kernelseek_tui.session.tools import ToolOutcome
 
 QUESTION_PREFIX = "Question from the harness: "

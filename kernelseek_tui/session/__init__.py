@@ -1,13 +1,13 @@
 """A session: an agent improving one task's kernel inside the harness.
 
-- :mod:`.engine`: :class:`Engine` (start, resume, run) and the tool calls, built on
-  :mod:`.core` (shared state, the trace), :mod:`.control` (inbox, pause, checkpoints),
-  :mod:`.asking` (decision moments, questions) and :mod:`.judging` (evaluations, commits).
+- :mod:`.engine`: the package of :class:`Engine` (start, resume, run, the tool calls, the
+  evaluations and commits, decision moments, batches, the repairs of a resume).
 - :mod:`.config`: :class:`SessionConfig` and :class:`Budgets`.
 - :mod:`.tools`: the workspace file tools and the shell, confined and without secrets.
 - :mod:`.inbox`: the control inbox and the ``attached`` heartbeat.
 - :mod:`.meta`: ``session.json``, liveness, listing and finding sessions.
-- :mod:`.resume`: repairing what a crash left.
+- :mod:`.eval_files`: the full evaluation results kept beside the trace (written by the
+  engine, read by the app).
 - :mod:`.agents`: ``claude``, ``tuner``, ``replay``.
 
 Importing this package imports no agent, no Anthropic SDK, no DuckDB and no Textual.

@@ -73,12 +73,10 @@ def waits_while_detached(mode: str, *, person_gone: bool) -> bool:
 def person_gone(events: Iterable[Event]) -> bool:
     """Whether a decision moment among ``events`` was answered by the repertoire after waiting
     for a person in vain."""
-    from kernelseek_tui.session.state import event_attrs
-
     return any(
         e.kind == "question"
         and e.source == "repertoire"
-        and bool(event_attrs(e).get("waited_s"))
-        and bool(event_attrs(e).get("person_awaited"))
+        and bool(e.attrs_dict().get("waited_s"))
+        and bool(e.attrs_dict().get("person_awaited"))
         for e in events
     )

@@ -7,7 +7,6 @@ active time, the best speedup, the questions asked, the inbox offset consumed.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,17 +16,6 @@ from kernelseek_tui.trace.schema import Event
 
 # attrs["action"] of the control events that open a run of the engine (a start or a resume).
 RUN_OPENERS = frozenset({"start", "resume"})
-
-
-def event_attrs(event: Event) -> dict[str, Any]:
-    """An event's ``attrs`` as a dict (an empty one when unset or unreadable)."""
-    if not event.attrs:
-        return {}
-    try:
-        value = json.loads(event.attrs)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 @dataclass(slots=True)
@@ -61,7 +49,7 @@ class SessionState:
 
     def observe(self, event: Event) -> None:
         """Count one event (in seq order)."""
-        attrs = event_attrs(event)
+        attrs = event.attrs_dict()
         kind = event.kind
         if kind == "control" and attrs.get("action") in RUN_OPENERS:
             self.close_run()

@@ -163,7 +163,8 @@ class Event:
         return cls(**values)
 
     def attrs_dict(self) -> dict[str, Any]:
-        return json.loads(self.attrs) if self.attrs else {}
+        """``attrs`` as a dict (empty when unset or unreadable; see :func:`parse_attrs`)."""
+        return parse_attrs(self.attrs)
 
     def tool_input_dict(self) -> dict[str, Any]:
         return json.loads(self.tool_input) if self.tool_input else {}
@@ -180,6 +181,19 @@ def events_to_table(events: list[Event]) -> pa.Table:
         for name in COLUMN_NAMES:
             columns[name].append(getattr(event, name))
     return pa.Table.from_pydict(columns, schema=EVENT_SCHEMA)
+
+
+def parse_attrs(text: object) -> dict[str, Any]:
+    """The ``attrs`` column read tolerantly: a dict, or an empty one when the value is unset,
+    not JSON or not an object. A reader shows what it can of a damaged or foreign trace (an
+    importer's, an older version's) rather than fail on one row."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def to_json_text(value: Any) -> str:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelseek_tui.session.agents.prompt import question_message
-from kernelseek_tui.session.state import event_attrs
 from kernelseek_tui.trace.schema import Event
 
 CLEARED = (
@@ -175,7 +174,7 @@ class Conversation:
             if kind == "message" and event.role == "user" and event.text:
                 conversation.add_user_text(event.text)
             elif kind == "message" and event.role == "assistant":
-                content = event_attrs(event).get("content")
+                content = event.attrs_dict().get("content")
                 if isinstance(content, list) and content:
                     conversation.add_assistant(content, event.stop_reason, event.event_id)
             elif kind == "tool_call" and event.tool_call_id:
@@ -183,10 +182,10 @@ class Conversation:
             elif kind == "tool_result" and event.tool_call_id:
                 conversation.add_tool_result(event.tool_call_id, event.text, bool(event.is_error))
             elif kind == "question" and event.question_text:
-                if event_attrs(event).get("delivered_in") != "tool_result":
+                if event.attrs_dict().get("delivered_in") != "tool_result":
                     conversation.add_user_text(question_message(event.question_text))
             elif kind == "compaction":
-                ids = event_attrs(event).get("cleared")
+                ids = event.attrs_dict().get("cleared")
                 if isinstance(ids, list):
                     conversation.apply_cleared([str(i) for i in ids])
         return conversation

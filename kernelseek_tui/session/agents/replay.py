@@ -19,7 +19,6 @@ from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.session.agents.base import AgentContext
-from kernelseek_tui.session.state import event_attrs
 from kernelseek_tui.trace.schema import Event
 
 REPLAYED_TOOLS = frozenset({"write_file", "edit_file", "evaluate"})
@@ -44,7 +43,7 @@ def plan_replay(events: list[Event]) -> list[ReplayStep]:
     steps: list[ReplayStep] = []
     for event in events:
         if event.kind == "tool_call" and event.tool_name in REPLAYED_TOOLS:
-            if event_attrs(event).get("skipped"):
+            if event.attrs_dict().get("skipped"):
                 continue
             if event.tool_name != "evaluate" and event.tool_call_id in failed:
                 continue
@@ -52,7 +51,7 @@ def plan_replay(events: list[Event]) -> list[ReplayStep]:
                 ReplayStep(len(steps), tool=event.tool_name, tool_input=event.tool_input_dict())
             )
         elif event.kind == "question" and event.question_text:
-            if event_attrs(event).get("delivered_in") == "tool_result":
+            if event.attrs_dict().get("delivered_in") == "tool_result":
                 continue  # drawn by the agent with draw_question, which is not replayed
             steps.append(
                 ReplayStep(
@@ -88,7 +87,7 @@ class ReplayAgent:
     def run(self, ctx: AgentContext) -> None:
         done = -1
         for event in ctx.past_events:
-            step = event_attrs(event).get("replay_step")
+            step = event.attrs_dict().get("replay_step")
             if isinstance(step, int):
                 done = max(done, step)
         origin = str(self.source_dir)

@@ -24,7 +24,6 @@ import math
 from typing import Any
 
 from kernelseek_tui.session.agents.base import AgentContext
-from kernelseek_tui.session.state import event_attrs
 from kernelseek_tui.session.tools import ToolOutcome
 from kernelseek_tui.task import Knob
 
@@ -155,7 +154,7 @@ def judged_points(ctx: AgentContext) -> dict[Point, float | None]:
         elif event.kind == "eval" and event.parent_event_id in calls:
             knobs = calls[event.parent_event_id].get("knobs")
             if not isinstance(knobs, dict):
-                knobs = event_attrs(event).get("knobs") or {}
+                knobs = event.attrs_dict().get("knobs") or {}
             full = {**ctx.task.default_knobs(), **knobs}
             speed = event.speedup if event.verdict == "pass" else None
             judged[point_key(full)] = speed

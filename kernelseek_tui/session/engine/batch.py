@@ -12,37 +12,32 @@ which GPU finishes first:
    (attrs ``slot_device``: the GPU it ran on, beside the worker's own ``device``), its commit
    when it earns one, its ``tool_result``.
 
-On resume (``session.resume``) a call of a batch without a result but with a pending file is
+On resume (``session.engine.resume``) a call of a batch without a result but with a pending file is
 recorded from that file; one without either was still running, gets the "harness restarted"
 answer, and the tuner judges it again. A recorded one is never judged twice.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import json
 import time
-import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kernelseek_tui.errors import KernelseekError, one_line
+from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.session.agents.base import SessionStop
-from kernelseek_tui.session.core import DEFAULT_SLOT
-from kernelseek_tui.session.judging import EVALS_DIR, EvalRequest
+from kernelseek_tui.session.engine.core import DEFAULT_SLOT
+from kernelseek_tui.session.engine.judging import EvalRequest
+from kernelseek_tui.session.engine.public import PublicEngine
+from kernelseek_tui.session.eval_files import PendingResult, drop_pending, save_pending
 from kernelseek_tui.session.knobs import write_knobs
 from kernelseek_tui.session.slots import SlotRun
 from kernelseek_tui.session.tools import ToolError, ToolOutcome
 from kernelseek_tui.trace.schema import Event
-
-if TYPE_CHECKING:
-    from kernelseek_tui.session.engine import Engine
 
 
 @dataclass(slots=True)
@@ -55,7 +50,7 @@ class _Job:
 
 
 def evaluate_many(
-    engine: Engine,
+    engine: PublicEngine,
     inputs: list[dict[str, Any]],
     *,
     turn: int | None = None,
@@ -78,13 +73,9 @@ def evaluate_many(
     batch = uuid.uuid4().hex[:12]
     jobs = [
         _Job(
-            engine._append(
-                "tool_call",
-                role="assistant",
-                source="agent",
-                tool_name="evaluate",
-                tool_call_id=f"ks_{uuid.uuid4().hex[:20]}",
-                tool_input=tool_input if isinstance(tool_input, dict) else {"input": tool_input},
+            engine.record_tool_call(
+                "evaluate",
+                tool_input,
                 turn=turn,
                 attrs={
                     **(attrs or {}),
@@ -92,6 +83,7 @@ def evaluate_many(
                     "batch_index": index,
                     "batch_size": len(inputs),
                 },
+                flush=False,  # flushed together below
             )
         )
         for index, tool_input in enumerate(inputs)
@@ -108,23 +100,14 @@ def evaluate_many(
         stop = stop or stopped
         run = job.run
         seconds = run.seconds if run is not None and run.seconds is not None else None
-        engine._append(
-            "tool_result",
-            flush=True,
-            role="user",
-            source="harness",
-            tool_name="evaluate",
-            tool_call_id=job.call.tool_call_id,
-            text=outcome.text,
-            is_error=outcome.is_error,
+        engine.record_tool_result(
+            job.call,
+            outcome,
             duration_ms=(seconds if seconds is not None else time.monotonic() - started) * 1000,
-            turn=turn,
-            parent_event_id=job.call.event_id,
             attrs={"batch": batch, "device": _gpu(run), "queued_s": _queued(run, started)},
         )
-        with contextlib.suppress(OSError):
-            pending_path(engine.session_dir, job.call.seq).unlink(missing_ok=True)
-        engine._after_call()
+        drop_pending(engine.session_dir, job.call.seq)
+        engine.after_tool_call()
         outcomes.append(outcome)
     if stop is not None:
         raise stop
@@ -133,11 +116,11 @@ def evaluate_many(
     return outcomes
 
 
-def _submit(engine: Engine, job: _Job, tool_input: Any) -> None:
+def _submit(engine: PublicEngine, job: _Job, tool_input: Any) -> None:
     try:
         if not isinstance(tool_input, dict):
             raise ToolError("the tool input must be a JSON object")
-        job.request = engine._prepare_evaluation(tool_input)
+        job.request = engine.prepare_evaluation(tool_input)
     except (ToolError, KernelseekError) as error:
         job.outcome = ToolOutcome(str(error), is_error=True)
         return
@@ -152,7 +135,7 @@ def _submit(engine: Engine, job: _Job, tool_input: Any) -> None:
     )
 
 
-def _finish(engine: Engine, job: _Job, batch: str) -> tuple[ToolOutcome, SessionStop | None]:
+def _finish(engine: PublicEngine, job: _Job, batch: str) -> tuple[ToolOutcome, SessionStop | None]:
     """Wait for ``job`` and record its result (the eval event and any commit)."""
     if job.outcome is not None:
         return job.outcome, None
@@ -164,25 +147,14 @@ def _finish(engine: Engine, job: _Job, batch: str) -> tuple[ToolOutcome, Session
         return ToolOutcome(f"the evaluation could not be made: {error}", is_error=True), None
     except Exception as error:
         # One slot's failure is that call's failure only; the other slots' calls go on.
-        engine._append(
-            "error",
-            flush=True,
-            text=one_line(error),
-            attrs={
-                "traceback": traceback.format_exc()[-6000:],
-                "error": f"{type(error).__name__}: {error}",
-                "tool": "evaluate",
-                "batch": batch,
-                "device": _gpu(run),
-            },
-        )
+        engine.record_exception(error, tool="evaluate", batch=batch, device=_gpu(run))
         where = f" on GPU {_gpu(run)}" if _gpu(run) is not None else ""
         return ToolOutcome(f"internal error in evaluate{where}: {error}", is_error=True), None
     return record_result(engine, job.call, job.request, result, run=run, batch=batch)
 
 
 def record_result(
-    engine: Engine,
+    engine: PublicEngine,
     call: Event,
     request: EvalRequest,
     result: EvalResult,
@@ -191,7 +163,7 @@ def record_result(
     batch: str | None,
     extra: dict[str, Any] | None = None,
 ) -> tuple[ToolOutcome, SessionStop | None]:
-    """Record one finished evaluation of a batch as ``_evaluate`` would have."""
+    """Record one finished evaluation of a batch as a single ``evaluate`` call would have."""
     outcome: ToolOutcome | None = None
     try:
         # knobs.json holds this point while its eval is recorded and committed, so the commit
@@ -199,16 +171,16 @@ def record_result(
         if request.knobs_given:
             write_knobs(engine.workspace, request.knobs or {})
         seconds = run.seconds if run is not None else None
-        outcome, moment = engine._record_evaluation(
+        outcome, moment = engine.record_evaluation(
             call,
             request,
             result,
             duration_ms=seconds * 1000 if seconds is not None else None,
             extra={"batch": batch, "slot_device": _gpu(run), **(extra or {})},
         )
-        engine._note_gpu(result)
+        engine.note_gpu(result)
         if moment is not None:
-            engine._decide(moment)
+            engine.decide(moment)
     except SessionStop as error:
         if outcome is None:
             outcome = ToolOutcome(f"not completed: the session is ending ({error.reason})", True)
@@ -218,32 +190,11 @@ def record_result(
     return outcome, None
 
 
-def pending_path(session_dir: Path, call_seq: int) -> Path:
-    """Where a finished result of a batch waits until it is recorded."""
-    return Path(session_dir) / EVALS_DIR / f"pending-{call_seq}.json.gz"
-
-
-def read_pending(session_dir: Path, call_seq: int) -> tuple[EvalResult, str, str | None] | None:
-    """(result, candidate identity, GPU) of a batch call that finished but was not recorded."""
-    try:
-        with gzip.open(pending_path(session_dir, call_seq), "rt", encoding="utf-8") as handle:
-            data = json.load(handle)
-        return EvalResult.from_dict(data["result"]), str(data["identity"]), data.get("device")
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def _stasher(
     session_dir: Path, call_seq: int, identity: str
 ) -> Callable[[EvalResult, SlotRun], None]:
     def stash(result: EvalResult, run: SlotRun) -> None:
-        path = pending_path(session_dir, call_seq)
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        payload = {"identity": identity, "device": run.device, "result": result.to_dict()}
-        with gzip.open(tmp, "wt", encoding="utf-8") as handle:
-            json.dump(payload, handle)
-        tmp.replace(path)  # whole or absent: a crash mid-write leaves no half file behind
+        save_pending(session_dir, call_seq, PendingResult(result, identity, run.device))
 
     return stash
 

@@ -7,7 +7,7 @@ these states, each repaired here, in this order, with new events only (nothing i
 1. an eval that was to be committed without its ``commit`` event: when the branch has the
    commit (``find_commit_for_seq``) only the event is added; when it has not and the workspace
    still holds that very candidate it is committed now; otherwise an ``error`` event says so.
-2. an ``evaluate`` call of a batch (``session.batch``) whose evaluation finished but was not
+2. an ``evaluate`` call of a batch (``session.engine.batch``) whose evaluation finished but was not
    recorded (its result waits in ``evals/pending-<seq>.json.gz``): it is recorded now, eval,
    commit and result, as it would have been.
 3. a ``tool_call`` without a ``tool_result``: it is *not* run again (it may have done its work)
@@ -18,19 +18,18 @@ these states, each repaired here, in this order, with new events only (nothing i
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.session.engine.batch import record_result
+from kernelseek_tui.session.engine.public import PublicEngine
+from kernelseek_tui.session.eval_files import drop_pending, load_pending, load_result
 from kernelseek_tui.session.evaluator import candidate_sha
 from kernelseek_tui.session.knobs import read_knobs
 from kernelseek_tui.session.slots import SlotRun
-from kernelseek_tui.session.state import event_attrs
+from kernelseek_tui.session.tools import ToolError, ToolOutcome
 from kernelseek_tui.trace.schema import Event
-
-if TYPE_CHECKING:
-    from kernelseek_tui.session.engine import Engine
 
 RESTARTED = (
     "The harness restarted while this call was running, so it has no result and was not run "
@@ -38,10 +37,8 @@ RESTARTED = (
 )
 
 
-def reconcile(engine: Engine) -> dict[str, int]:
+def reconcile(engine: PublicEngine) -> dict[str, int]:
     """Repair what a crash left (see the module docstring); returns what was done."""
-    from kernelseek_tui.session.engine import load_result
-
     events = list(engine.past_events)
     done = {
         "commits_recorded": 0,
@@ -51,14 +48,14 @@ def reconcile(engine: Engine) -> dict[str, int]:
         "decisions_answered": 0,
     }
 
-    committed_seqs = {event_attrs(e).get("eval_seq") for e in events if e.kind == "commit"}
+    committed_seqs = {e.attrs_dict().get("eval_seq") for e in events if e.kind == "commit"}
     last_question: str | None = None
     for event in events:
         if event.kind == "question" and event.question_text:
             last_question = event.question_text
         if event.kind != "eval":
             continue
-        attrs = event_attrs(event)
+        attrs = event.attrs_dict()
         if not attrs.get("will_commit") or event.seq in committed_seqs:
             continue
         new_best = bool(attrs.get("new_best"))
@@ -79,12 +76,8 @@ def reconcile(engine: Engine) -> dict[str, int]:
             ):
                 done["commits_made"] += 1
             continue
-        engine.record(
-            "error",
-            flush=True,
-            role="harness",
-            source="harness",
-            text=f"the verified candidate of eval seq {event.seq} was not committed before the "
+        engine.record_error(
+            f"the verified candidate of eval seq {event.seq} was not committed before the "
             "harness stopped, and the workspace no longer holds it",
             attrs={"eval_seq": event.seq, "where": "resume"},
         )
@@ -105,22 +98,11 @@ def reconcile(engine: Engine) -> dict[str, int]:
         finished = evals_of_call.get(call.event_id)
         if finished is not None and finished.text:
             text += "\nThe evaluation itself had finished:\n" + finished.text
-        engine._append(
-            "tool_result",
-            flush=True,
-            role="user",
-            tool_name=call.tool_name,
-            tool_call_id=call.tool_call_id,
-            text=text,
-            is_error=True,
-            turn=call.turn,
-            parent_event_id=call.event_id,
-            attrs={"restarted": True},
-        )
+        engine.record_tool_result(call, ToolOutcome(text, is_error=True), attrs={"restarted": True})
         done["calls_answered"] += 1
 
     answered_decisions = {
-        event_attrs(e).get("decision_event_id") for e in events if e.kind == "question"
+        e.attrs_dict().get("decision_event_id") for e in events if e.kind == "question"
     }
     for decision in events:
         if decision.kind != "decision" or decision.event_id in answered_decisions:
@@ -152,50 +134,34 @@ def reconcile(engine: Engine) -> dict[str, int]:
     return done
 
 
-def _record_pending(engine: Engine, call: Event) -> bool:
+def _record_pending(engine: PublicEngine, call: Event) -> bool:
     """Record a batch call's finished but unrecorded evaluation; False when there is none."""
-    from kernelseek_tui.session.batch import pending_path, read_pending, record_result
-    from kernelseek_tui.session.tools import ToolError
-
-    if call.tool_name != "evaluate" or not event_attrs(call).get("batch"):
+    if call.tool_name != "evaluate" or not call.attrs_dict().get("batch"):
         return False
-    pending = read_pending(engine.session_dir, call.seq)
+    pending = load_pending(engine.session_dir, call.seq)
     if pending is None:
         return False
-    result, identity, device = pending
     try:
-        request = engine._prepare_evaluation(call.tool_input_dict())
+        request = engine.prepare_evaluation(call.tool_input_dict())
     except (ToolError, KernelseekError):
         return False
-    request = dataclasses.replace(request, identity=identity)
+    request = dataclasses.replace(request, identity=pending.identity)
     # A decision moment it might raise is not acted on: the agent was not there to hear it.
     outcome, _ = record_result(
         engine,
         call,
         request,
-        result,
-        run=SlotRun(device=device),
-        batch=event_attrs(call).get("batch"),
+        pending.result,
+        run=SlotRun(device=pending.device),
+        batch=call.attrs_dict().get("batch"),
         extra={"recovered": True},
     )
-    engine._append(
-        "tool_result",
-        flush=True,
-        role="user",
-        tool_name=call.tool_name,
-        tool_call_id=call.tool_call_id,
-        text=outcome.text,
-        is_error=outcome.is_error,
-        turn=call.turn,
-        parent_event_id=call.event_id,
-        attrs={"recovered": True, "device": device},
-    )
-    with contextlib.suppress(OSError):
-        pending_path(engine.session_dir, call.seq).unlink()
+    engine.record_tool_result(call, outcome, attrs={"recovered": True, "device": pending.device})
+    drop_pending(engine.session_dir, call.seq)
     return True
 
 
-def _workspace_holds(engine: Engine, event: Event, attrs: dict[str, Any]) -> bool:
+def _workspace_holds(engine: PublicEngine, event: Event, attrs: dict[str, Any]) -> bool:
     source = engine.workspace / engine.kernel_path
     try:
         knobs = read_knobs(engine.workspace, engine.task)

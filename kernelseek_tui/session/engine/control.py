@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kernelseek_tui.session import inbox
 from kernelseek_tui.session.agents.base import SessionStop
-from kernelseek_tui.session.core import EngineCore
+from kernelseek_tui.session.engine.core import EngineCore
 from kernelseek_tui.session.inbox import InboxCommand
 from kernelseek_tui.session.meta import PAUSED, RUNNING
 
@@ -45,9 +45,7 @@ class ControlMixin(EngineCore):
             self._append("control", flush=True, text="stop requested", attrs=command.to_attrs())
             self._request_stop("stop", "stopped from the inbox")
         else:
-            self._append(
-                "error", flush=True, text=f"inbox: {command.error}", attrs=command.to_attrs()
-            )
+            self.record_error(f"inbox: {command.error}", attrs=command.to_attrs())
 
     def _pause(self, command: InboxCommand) -> None:
         self._append(

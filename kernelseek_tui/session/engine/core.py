@@ -1,10 +1,12 @@
 """The state every part of the engine shares, and the trace and ``session.json`` writes.
 
 ``EngineCore`` holds the session (config, meta, history, task, workspace, trace writer, the
-counters rebuilt from the trace, the decision detector, the question desk, the inbox reader)
-and the one place events are appended. The parts of the engine build on it: ``control`` (the
-inbox, pausing), ``asking`` (decision moments and questions), ``judging`` (evaluations and
-commits) and ``engine`` (the lifecycle and the tool calls).
+counters rebuilt from the trace, the decision detector, the question desk, the inbox reader),
+the one place events are appended, and the public ways to record what every caller records
+the same way: a tool call, its result, an error. The parts of the engine build on it:
+``control`` (the inbox, pausing), ``asking`` (decision moments and questions), ``judging``
+(evaluations and commits) and ``engine`` (the lifecycle and the tool calls); ``batch`` and
+``resume`` use only its public face (``public.PublicEngine``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ import contextlib
 import logging
 import threading
 import time
+import traceback
+import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelseek_tui.decisions import DecisionConfig, DecisionDetector
-from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.errors import KernelseekError, one_line
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import SessionHistory
 from kernelseek_tui.paths import SessionPaths
@@ -28,8 +32,8 @@ from kernelseek_tui.session.evaluator import Evaluator, TaskEvaluator, load_eval
 from kernelseek_tui.session.inbox import InboxCommand, InboxReader
 from kernelseek_tui.session.meta import SessionMeta, write_meta
 from kernelseek_tui.session.questions import QuestionDesk
-from kernelseek_tui.session.state import SessionState, event_attrs
-from kernelseek_tui.session.tools import Workspace
+from kernelseek_tui.session.state import SessionState
+from kernelseek_tui.session.tools import ToolOutcome, Workspace
 from kernelseek_tui.task import Task
 from kernelseek_tui.trace.schema import Event
 
@@ -182,7 +186,7 @@ class EngineCore:
             self._slots.close()
             self._slots = None
 
-    def _note_gpu(self, result: EvalResult) -> None:
+    def note_gpu(self, result: EvalResult) -> None:
         """Warn once when the session's GPUs are not all the same model.
 
         Each speedup is a ratio to the starting kernel timed on the candidate's own GPU, so the
@@ -194,10 +198,8 @@ class EngineCore:
             return
         self._gpu_models[str(key)] = str(name)
         if len(set(self._gpu_models.values())) == 2:
-            self._append(
-                "error",
-                flush=True,
-                text="the evaluation GPUs are not all the same model ("
+            self.record_error(
+                "the evaluation GPUs are not all the same model ("
                 + ", ".join(sorted(set(self._gpu_models.values())))
                 + "): speedups from different models may not compare",
                 attrs={"warning": "mixed_gpus", "gpus": dict(self._gpu_models)},
@@ -249,6 +251,85 @@ class EngineCore:
             flush=True,
             **{k: v for k, v in fields.items() if k not in ("kind", "seq", "session_id")},
         )
+
+    def record_tool_call(
+        self,
+        name: str,
+        tool_input: object,
+        *,
+        call_id: str | None = None,
+        turn: int | None,
+        parent_event_id: str | None = None,
+        attrs: dict[str, Any] | None = None,
+        flush: bool = True,
+    ) -> Event:
+        """The ``tool_call`` event of a call about to run (flushed by default: a crash must
+        never hide a call that ran). An input that is no JSON object is kept under ``input``."""
+        return self._append(
+            "tool_call",
+            flush=flush,
+            role="assistant",
+            source="agent",
+            tool_name=name,
+            tool_call_id=call_id or new_call_id(),
+            tool_input=tool_input if isinstance(tool_input, dict) else {"input": tool_input},
+            turn=turn,
+            parent_event_id=parent_event_id,
+            attrs=attrs or None,
+        )
+
+    def record_tool_result(
+        self,
+        call: Event,
+        outcome: ToolOutcome,
+        *,
+        duration_ms: float | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> Event:
+        """The ``tool_result`` event answering ``call``, flushed."""
+        return self._append(
+            "tool_result",
+            flush=True,
+            role="user",
+            source="harness",
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
+            text=outcome.text,
+            is_error=outcome.is_error,
+            duration_ms=duration_ms,
+            turn=call.turn,
+            parent_event_id=call.event_id,
+            attrs=attrs or None,
+        )
+
+    def record_error(
+        self, text: str, *, attrs: dict[str, Any] | None = None, parent_event_id: str | None = None
+    ) -> Event:
+        """An ``error`` event of the harness, flushed: ``text`` is the one line a person reads,
+        ``attrs`` the rest (a traceback, where it happened)."""
+        return self._append(
+            "error", flush=True, text=text, parent_event_id=parent_event_id, attrs=attrs or None
+        )
+
+    def record_exception(self, error: BaseException, **where: Any) -> Event:
+        """An ``error`` event for an unexpected exception, from inside its ``except`` block:
+        the line a person reads names the innermost cause; the traceback stays in attrs."""
+        return self.record_error(
+            one_line(error),
+            attrs={
+                "error": f"{type(error).__name__}: {error}",
+                **where,
+                "traceback": traceback.format_exc()[-6000:],
+            },
+        )
+
+    def after_tool_call(self) -> None:
+        """Count a finished tool call against the budgets and keep ``session.json`` fresh."""
+        budget = self.config.budgets.calls
+        if budget is not None and self.state.tool_calls >= budget:
+            self._request_stop("budget_calls", f"{self.state.tool_calls} tool calls")
+        self._check_time()
+        self._touch_meta()
 
     def _request_stop(self, reason: str, detail: str) -> None:
         if self._stop is None:
@@ -309,5 +390,10 @@ class EngineCore:
         return event
 
 
+def new_call_id() -> str:
+    """A tool call id for a call the harness makes itself (the model's carry its own)."""
+    return f"ks_{uuid.uuid4().hex[:20]}"
+
+
 def _is_objective_eval(event: Event) -> bool:
-    return event.kind == "eval" and bool(event_attrs(event).get("objective"))
+    return event.kind == "eval" and bool(event.attrs_dict().get("objective"))

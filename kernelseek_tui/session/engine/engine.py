@@ -1,4 +1,4 @@
-"""The session engine: one agent, one task, one trace, one branch.
+"""The engine: one agent, one task, one trace, one branch.
 
 The engine hands the agent an ``AgentContext`` (itself) and records everything the agent does:
 
@@ -24,8 +24,6 @@ import signal
 import socket
 import threading
 import time
-import traceback
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +34,12 @@ from kernelseek_tui.errors import KernelseekError, one_line
 from kernelseek_tui.history import SessionHistory, check_session_id
 from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session.agents.base import Agent, SessionStop
-from kernelseek_tui.session.asking import AskingMixin
 from kernelseek_tui.session.config import SessionConfig
+from kernelseek_tui.session.engine.asking import AskingMixin
+from kernelseek_tui.session.engine.batch import evaluate_many
+from kernelseek_tui.session.engine.judging import JudgingMixin
+from kernelseek_tui.session.engine.resume import reconcile
 from kernelseek_tui.session.evaluator import Evaluator
-from kernelseek_tui.session.judging import JudgingMixin, load_result
 from kernelseek_tui.session.meta import (
     FINISHED,
     RUNNING,
@@ -52,8 +52,6 @@ from kernelseek_tui.session.meta import (
 from kernelseek_tui.session.tools import FILE_TOOLS, TOOL_NAMES, ToolError, ToolOutcome, run_shell
 from kernelseek_tui.task import load_task
 from kernelseek_tui.trace.schema import Event
-
-__all__ = ["Engine", "Evaluator", "SessionOutcome", "load_result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,8 +213,6 @@ class Engine(JudgingMixin, AskingMixin):
         restore = self._install_signal_handlers()
         try:
             if self.resumed:
-                from kernelseek_tui.session.resume import reconcile
-
                 reconcile(self)
             self._past_events.extend(self._collected)
             self._collected = None
@@ -228,20 +224,10 @@ class Engine(JudgingMixin, AskingMixin):
         except KeyboardInterrupt:
             reason, detail = "interrupted", "interrupted from the keyboard"
         except KernelseekError as error:  # said for a person already: one line, no traceback
-            self._append("error", flush=True, text=str(error), attrs={"where": "agent"})
+            self.record_error(str(error), attrs={"where": "agent"})
             reason, detail = "error", str(error)
         except Exception as error:
-            # The line a person reads names the innermost cause; the traceback stays in attrs.
-            self._append(
-                "error",
-                flush=True,
-                text=one_line(error),
-                attrs={
-                    "error": f"{type(error).__name__}: {error}",
-                    "where": "agent",
-                    "traceback": traceback.format_exc()[-6000:],
-                },
-            )
+            self.record_exception(error, where="agent")
             reason, detail = "error", one_line(error)
         finally:
             restore()
@@ -320,10 +306,8 @@ class Engine(JudgingMixin, AskingMixin):
         if budget is not None:
             if cost is None and not self._warned_unpriced:
                 self._warned_unpriced = True
-                self._append(
-                    "error",
-                    flush=True,
-                    text=f"no price known for model {model!r}: the USD budget cannot be kept",
+                self.record_error(
+                    f"no price known for model {model!r}: the USD budget cannot be kept",
                     attrs={"warning": "unpriced_model", "model": model},
                 )
             if self.state.cost_usd >= budget:
@@ -344,19 +328,13 @@ class Engine(JudgingMixin, AskingMixin):
         attrs: dict[str, Any] | None = None,
     ) -> ToolOutcome:
         self.checkpoint()
-        call_id = call_id or f"ks_{uuid.uuid4().hex[:20]}"
-        turn = turn if turn is not None else self.state.turn + 1
-        call = self._append(
-            "tool_call",
-            flush=True,
-            role="assistant",
-            source="agent",
-            tool_name=name,
-            tool_call_id=call_id,
-            tool_input=tool_input if isinstance(tool_input, dict) else {"input": tool_input},
-            turn=turn,
+        call = self.record_tool_call(
+            name,
+            tool_input,
+            call_id=call_id,
+            turn=turn if turn is not None else self.state.turn + 1,
             parent_event_id=parent_event_id,
-            attrs=attrs or None,
+            attrs=attrs,
         )
         started = time.monotonic()
         outcome: ToolOutcome | None = None
@@ -366,40 +344,19 @@ class Engine(JudgingMixin, AskingMixin):
                 raise ToolError("the tool input must be a JSON object")
             outcome, moment = self._dispatch(name, tool_input, call)
             if moment is not None:
-                self._decide(moment)
+                self.decide(moment)
         except (ToolError, KernelseekError) as error:
             outcome = ToolOutcome(str(error), is_error=True)
         except SessionStop as error:
             stop = error
         except Exception as error:
-            self._append(
-                "error",
-                flush=True,
-                text=one_line(error),
-                attrs={
-                    "error": f"{type(error).__name__}: {error}",
-                    "tool": name,
-                    "traceback": traceback.format_exc()[-6000:],
-                },
-            )
+            self.record_exception(error, tool=name)
             outcome = ToolOutcome(f"internal error in {name}: {error}", is_error=True)
         if outcome is None:
             assert stop is not None
             outcome = ToolOutcome(f"not completed: the session is ending ({stop.reason})", True)
-        self._append(
-            "tool_result",
-            flush=True,
-            role="user",
-            source="harness",
-            tool_name=name,
-            tool_call_id=call_id,
-            text=outcome.text,
-            is_error=outcome.is_error,
-            duration_ms=(time.monotonic() - started) * 1000,
-            turn=turn,
-            parent_event_id=call.event_id,
-        )
-        self._after_call()
+        self.record_tool_result(call, outcome, duration_ms=(time.monotonic() - started) * 1000)
+        self.after_tool_call()
         if stop is not None:
             raise stop
         return outcome
@@ -412,8 +369,6 @@ class Engine(JudgingMixin, AskingMixin):
         attrs: dict[str, Any] | None = None,
     ) -> list[ToolOutcome]:
         """``evaluate`` once per input, up to ``eval_slots`` at once (see ``session.batch``)."""
-        from kernelseek_tui.session.batch import evaluate_many
-
         return evaluate_many(self, inputs, turn=turn, attrs=attrs)
 
     def skip_tool(
@@ -426,30 +381,17 @@ class Engine(JudgingMixin, AskingMixin):
         turn: int | None = None,
         parent_event_id: str | None = None,
     ) -> ToolOutcome:
-        call = self._append(
-            "tool_call",
-            role="assistant",
-            source="agent",
-            tool_name=name,
-            tool_call_id=call_id,
-            tool_input=tool_input if isinstance(tool_input, dict) else {"input": tool_input},
+        call = self.record_tool_call(
+            name,
+            tool_input,
+            call_id=call_id,
             turn=turn,
             parent_event_id=parent_event_id,
             attrs={"skipped": True},
+            flush=False,  # it never runs: its result, flushed, follows at once
         )
         outcome = ToolOutcome(f"not run: {reason}", is_error=True)
-        self._append(
-            "tool_result",
-            flush=True,
-            role="user",
-            tool_name=name,
-            tool_call_id=call_id,
-            text=outcome.text,
-            is_error=True,
-            turn=turn,
-            parent_event_id=call.event_id,
-            attrs={"skipped": True},
-        )
+        self.record_tool_result(call, outcome, attrs={"skipped": True})
         return outcome
 
     def _dispatch(
@@ -485,10 +427,3 @@ class Engine(JudgingMixin, AskingMixin):
         if name == "finish":
             return self._finish(str(args.get("reason") or "")), None
         raise ToolError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
-
-    def _after_call(self) -> None:
-        budget = self.config.budgets.calls
-        if budget is not None and self.state.tool_calls >= budget:
-            self._request_stop("budget_calls", f"{self.state.tool_calls} tool calls")
-        self._check_time()
-        self._touch_meta()

@@ -9,7 +9,7 @@ from typing import Any
 
 from kernelseek_tui.decisions import DecisionMoment
 from kernelseek_tui.session import inbox
-from kernelseek_tui.session.control import POLL_S, ControlMixin
+from kernelseek_tui.session.engine.control import POLL_S, ControlMixin
 from kernelseek_tui.session.inbox import InboxCommand
 from kernelseek_tui.session.questions import SUGGESTIONS
 from kernelseek_tui.session.questions_mode import (
@@ -75,14 +75,14 @@ class AskingMixin(ControlMixin):
     def _answer_finish(self, reason: str) -> bool:
         """A finish request: True when it was answered with a question, else the session ends."""
         moment = self.detector.observe_finish(reason) if self._decisions_enabled else None
-        if moment is not None and self._decide(moment):
+        if moment is not None and self.decide(moment):
             return True
         self._request_stop("finish", reason)
         return False
 
     def observe_text(self, text: str) -> None:
         if self._decisions_enabled and text.strip():
-            self._decide(self.detector.observe_assistant_text(text))
+            self.decide(self.detector.observe_assistant_text(text))
 
     def take_questions(self) -> list[str]:
         taken, self._pending_questions = self._pending_questions, []
@@ -99,7 +99,7 @@ class AskingMixin(ControlMixin):
     ) -> Event:
         return self.ask(text, question_id=question_id, source=source, trigger=trigger, attrs=attrs)
 
-    def _decide(self, moment: DecisionMoment | None) -> bool:
+    def decide(self, moment: DecisionMoment | None) -> bool:
         """Record a decision moment and put a question for it; False when none could be found."""
         if moment is None or not raises_questions(self.questions_mode):
             return False
@@ -143,10 +143,8 @@ class AskingMixin(ControlMixin):
             )
             return True
         if not ranked:
-            self._append(
-                "error",
-                flush=True,
-                text="no question to ask at this decision moment (the repertoire is empty)",
+            self.record_error(
+                "no question to ask at this decision moment (the repertoire is empty)",
                 parent_event_id=decision.event_id,
             )
             return False
@@ -192,5 +190,5 @@ class AskingMixin(ControlMixin):
 
     def _report_desk_problems(self) -> None:
         for problem in self.desk.problems[self._reported_problems :]:
-            self._append("error", flush=True, text=problem, attrs={"where": "questions"})
+            self.record_error(problem, attrs={"where": "questions"})
         self._reported_problems = len(self.desk.problems)

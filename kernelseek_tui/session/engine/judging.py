@@ -3,7 +3,6 @@ the commit of a verified candidate followed by its ``commit`` event."""
 
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,17 +11,16 @@ from kernelseek_tui.decisions import DecisionMoment
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import Candidate
-from kernelseek_tui.session import evaluation
-from kernelseek_tui.session.core import EngineCore
-from kernelseek_tui.session.evaluation import Committed
+from kernelseek_tui.session.engine import evaluation
+from kernelseek_tui.session.engine.core import EngineCore
+from kernelseek_tui.session.engine.evaluation import Committed
+from kernelseek_tui.session.eval_files import save_result
 from kernelseek_tui.session.evaluator import candidate_sha
 from kernelseek_tui.session.knobs import KNOBS_FILE, check_knobs, read_knobs, write_knobs
-from kernelseek_tui.session.state import better, event_attrs
+from kernelseek_tui.session.state import better
 from kernelseek_tui.session.tools import ToolError, ToolOutcome
 from kernelseek_tui.task import Task
 from kernelseek_tui.trace.schema import Event
-
-EVALS_DIR = "evals"  # full evaluation results, one JSON file per eval event
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +43,7 @@ class JudgingMixin(EngineCore):
     def _evaluate(
         self, args: dict[str, Any], call: Event
     ) -> tuple[ToolOutcome, DecisionMoment | None]:
-        request = self._prepare_evaluation(args)
+        request = self.prepare_evaluation(args)
         if request.knobs_given:
             write_knobs(self._workspace.root, request.knobs or {})
         try:
@@ -53,11 +51,11 @@ class JudgingMixin(EngineCore):
         except KernelseekError as error:
             raise ToolError(f"the evaluation could not be made: {error}") from None
         if self.gpus:
-            self._note_gpu(result)
+            self.note_gpu(result)
         extra = {"slot_device": self.gpus[0]} if self.gpus else None
-        return self._record_evaluation(call, request, result, extra=extra)
+        return self.record_evaluation(call, request, result, extra=extra)
 
-    def _prepare_evaluation(self, args: dict[str, Any]) -> EvalRequest:
+    def prepare_evaluation(self, args: dict[str, Any]) -> EvalRequest:
         """What an ``evaluate`` call asks for, checked; raises ToolError for a bad request."""
         task = self._task
         set_name = args.get("set")
@@ -89,7 +87,7 @@ class JudgingMixin(EngineCore):
             identity=candidate_sha(source.read_bytes(), knobs),
         )
 
-    def _record_evaluation(
+    def record_evaluation(
         self,
         call: Event,
         request: EvalRequest,
@@ -180,14 +178,12 @@ class JudgingMixin(EngineCore):
             )
             candidate = self.history.candidate_at(sha)
         except KernelseekError as error:
-            self._append(
-                "error",
-                flush=True,
-                text=f"could not commit the candidate of eval seq {eval_event.seq}: {error}",
+            self.record_error(
+                f"could not commit the candidate of eval seq {eval_event.seq}: {error}",
                 attrs={"eval_seq": eval_event.seq},
             )
             return None
-        attrs = event_attrs(self.record_commit(eval_event, sha, candidate, new_best=new_best))
+        attrs = self.record_commit(eval_event, sha, candidate, new_best=new_best).attrs_dict()
         return Committed(attrs["n"], sha, attrs["attached"], attrs["new_best"])
 
     def record_commit(
@@ -249,29 +245,3 @@ def _describe_sets(task: Task, sets: list[str] | None) -> str:
         extra = f" + {task.objective_random} fresh random" if task.objective_random else ""
         return f"the objective ({names}{extra})"
     return f"the objective ({', '.join(sets)})"
-
-
-def save_result(session_dir: Path, name: str, result: EvalResult) -> str:
-    """Write the full result as ``evals/<name>.json.gz``; returns that path, relative.
-
-    Compressed: a session can run thousands of evaluations of hundreds of scenarios each.
-    """
-    relative = f"{EVALS_DIR}/{name}.json.gz"
-    (session_dir / EVALS_DIR).mkdir(exist_ok=True)
-    with gzip.open(session_dir / relative, "wt", encoding="utf-8") as handle:
-        handle.write(result.to_json())
-    return relative
-
-
-def load_result(session_dir: Path, event: Event) -> EvalResult | None:
-    """The full EvalResult an ``eval`` event points to (attrs ``result_file``), or None."""
-    name = event_attrs(event).get("result_file")
-    if not name:
-        return None
-    path = Path(session_dir) / name
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as handle:
-            return EvalResult.from_json(handle.read())
-    except (OSError, ValueError, TypeError):
-        return None
