@@ -13,7 +13,12 @@ import pytest
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult, EvalSummary, ScenarioResult
-from kernelseek_tui.history import NOTES_REF, SessionHistory, UnverifiedCandidateError
+from kernelseek_tui.history import (
+    NOTES_REF,
+    SessionHistory,
+    UnverifiedCandidateError,
+    bisect_candidates,
+)
 
 TASK = "kernels/k"
 
@@ -124,7 +129,7 @@ def test_user_checkout_index_and_branch_stay_byte_identical(repo: Path) -> None:
     history.diff(first, second)
     history.note(second)
     history.export_task(first, repo.parent / "export")
-    history.bisect(history.base_sha, second, lambda sha, d: sha != second)
+    bisect_candidates(history, history.base_sha, second, lambda sha, d: sha != second)
     history.remove_worktree()
     SessionHistory.open(repo, "s1")
 

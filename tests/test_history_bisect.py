@@ -154,7 +154,7 @@ def test_bisect_leaves_every_checkout_alone(history: SessionHistory) -> None:
         sh(history.repo, "worktree", "list", "--porcelain"),
         sh(history.repo, "rev-parse", "HEAD", history.head_sha()),
     )
-    history.bisect(history.base_sha, "HEAD", lambda sha, d: speed_in(d) >= 1.0)
+    bisect_candidates(history, history.base_sha, "HEAD", lambda sha, d: speed_in(d) >= 1.0)
     after = (
         sh(history.repo, "status", "--porcelain"),
         sh(history.worktree, "status", "--porcelain"),

@@ -84,9 +84,8 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
         TaskEvaluator,
         load_evaluator_factory,
     )
-    from kernelseek_tui.session.knobs import read_knobs
     from kernelseek_tui.session.meta import read_meta
-    from kernelseek_tui.session.recorded import open_history, original_task
+    from kernelseek_tui.session.recorded import candidate_judge, open_history, original_task
     from kernelseek_tui.session.slots import EvalSlots, resolve_gpus
 
     meta = read_meta(session_dir)
@@ -100,8 +99,6 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
         require_gpu_stack("bisect")
     gpus = resolve_gpus(args.gpus)
     task = original_task(meta, history, scratch)
-    kernel = task.source.relative_to(task.dir)
-    sets = args.sets or meta.objective_sets
     candidates = {c.sha: c for c in history.candidates()}
     say = _Printer()
 
@@ -112,10 +109,12 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
         return TaskEvaluator(task, device=device, compare=not args.no_compare)
 
     slots = EvalSlots(task, {gpu: make(gpu) for gpu in gpus}) if gpus else None
-    evaluator = slots if slots is not None else make(args.device)
+    judge_candidate = candidate_judge(
+        task, slots if slots is not None else make(args.device), args.sets or meta.objective_sets
+    )
 
     def judge(sha: str, task_dir: Path) -> EvalResult:
-        result = evaluator(task_dir / kernel, sets, knobs=read_knobs(task_dir, task))
+        result = judge_candidate(sha, task_dir)
         if slots is not None:
             c = candidates.get(sha)
             where = result.device.get("index", "?")

@@ -26,7 +26,7 @@ import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
@@ -47,11 +47,6 @@ from kernelseek_tui.history.notes import (
     attached_on_branch,
     attached_to,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from kernelseek_tui.history.bisect import BisectOutcome, BisectProgress
 
 BRANCH_PREFIX = "kernelseek/"
 WORKTREES_DIR = Path(".kernelseek") / "worktrees"
@@ -406,18 +401,6 @@ class SessionHistory:
         task = dest / self._task_subdir
         task.mkdir(parents=True, exist_ok=True)
         return task
-
-    def bisect(
-        self,
-        good: str,
-        bad: str,
-        is_good: Callable[[str, Path], bool | None],
-        progress: Callable[[BisectProgress], None] | None = None,
-    ) -> BisectOutcome:
-        """:func:`kernelseek_tui.history.bisect.bisect_candidates` on this session."""
-        from kernelseek_tui.history.bisect import bisect_candidates
-
-        return bisect_candidates(self, good, bad, is_good, progress)
 
     # -- cleaning up ----------------------------------------------------------------------
 
