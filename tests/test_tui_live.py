@@ -12,6 +12,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from kernelseek_tui.browse import live
+from kernelseek_tui.browse.live import (
+    LiveFollower,
+    pending_decision,
+    send_control,
+    suggestions_for,
+)
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.repertoire import load_repertoire
@@ -20,13 +27,6 @@ from kernelseek_tui.session.inbox import InboxReader
 from kernelseek_tui.trace.reader import read_session_snapshot
 from kernelseek_tui.trace.schema import EVENT_SCHEMA, events_to_table
 from kernelseek_tui.trace.writer import TraceWriter
-from kernelseek_tui.tui import live
-from kernelseek_tui.tui.live import (
-    LiveFollower,
-    pending_decision,
-    send_control,
-    suggestions_for,
-)
 
 
 class Batches:

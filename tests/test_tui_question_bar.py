@@ -12,10 +12,10 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
+from kernelseek_tui.browse.live import send_question
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session.inbox import InboxReader
-from kernelseek_tui.tui.live import send_question
 from kernelseek_tui.tui.messages import QuestionSubmitted
 from kernelseek_tui.tui.widgets.question_bar import QuestionBar
 

@@ -12,13 +12,18 @@ import os
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from tempfile import TemporaryDirectory
+from typing import TYPE_CHECKING, ClassVar
 
+import pyarrow as pa
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.pilot import Pilot
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
@@ -33,12 +38,15 @@ from kernelseek_tui.browse.session_data import (
 from kernelseek_tui.browse.timeline import Timeline
 from kernelseek_tui.browse.transcript import TranscriptIndex
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.tui.bisect_runner import Predicate, PredicateFactory
 from kernelseek_tui.tui.keymap import binding_ids, display_keys, load_keymap, split_keymap
 from kernelseek_tui.tui.messages import (
+    BenchmarkLoaded,
     CandidateSelected,
     EventSelected,
     NewEvents,
     QuestionSubmitted,
+    SessionLoaded,
 )
 from kernelseek_tui.tui.screens.help import HelpScreen
 from kernelseek_tui.tui.widgets.benchmark import BenchmarkPane
@@ -46,6 +54,10 @@ from kernelseek_tui.tui.widgets.header import SessionHeader
 from kernelseek_tui.tui.widgets.history import HistoryPane
 from kernelseek_tui.tui.widgets.question_bar import QuestionBar
 from kernelseek_tui.tui.widgets.transcript import TranscriptView
+
+if TYPE_CHECKING:
+    from kernelseek_tui.browse.live import LiveFollower
+    from kernelseek_tui.evaluate.result import EvalResult
 
 PANES = ("transcript", "history", "benchmark")
 # Cursor moves belong on keys, not in a palette.
@@ -91,7 +103,7 @@ class KernelseekApp(App[None]):
         *,
         traces_root: Path | None = None,
         live: bool = False,
-        predicate_factory: Any = None,
+        predicate_factory: PredicateFactory | None = None,
     ) -> None:
         super().__init__()
         self.session_dir = Path(session_dir)
@@ -99,13 +111,15 @@ class KernelseekApp(App[None]):
         self.live = live
         self.data: SessionData | None = None
         self.timeline: Timeline | None = None
-        self.follower: Any = None
+        self.follower: LiveFollower | None = None
         self._predicate_factory = predicate_factory
-        self._scratch: Any = None  # a bisect's temporary directory (see _bisect_factory)
+        # A bisect's temporary directory (see _bisect_factory).
+        self._scratch: TemporaryDirectory[str] | None = None
         self._pane = "transcript"
         self._zoomed = False  # one pane over the whole width, whatever the terminal's size
-        self._pending_selection: tuple[str, Any] | None = None
-        self._selection_timer: Any = None
+        # The last cursor move of a burst, applied once the burst is over.
+        self._pending_selection: EventSelected | CandidateSelected | None = None
+        self._selection_timer: Timer | None = None
         self._asked_for: int | None = None  # the decision seq the bar was opened for
         self._stop_armed = False
         self._steering_shown = False
@@ -141,7 +155,7 @@ class KernelseekApp(App[None]):
         self.query_one(TranscriptView).focus()
         self._load()
 
-    def on_resize(self, event: Any) -> None:
+    def on_resize(self, event: Resize) -> None:
         self._apply_width(event.size.width)
 
     def _apply_width(self, width: int) -> None:
@@ -162,10 +176,11 @@ class KernelseekApp(App[None]):
         data = load_session(self.session_dir)
         index = TranscriptIndex(data.table)
         timeline = Timeline.from_events(data.table)
-        self.call_from_thread(self._loaded, data, index, timeline)
+        self.post_message(SessionLoaded(data, index, timeline))
         index.prepare_search()  # here, so the first `/` does not wait for every line to render
 
-    def _loaded(self, data: SessionData, index: TranscriptIndex, timeline: Timeline) -> None:
+    def on_session_loaded(self, message: SessionLoaded) -> None:
+        data, index, timeline = message.data, message.index, message.timeline
         self.data = data
         self.timeline = timeline
         view = self.query_one(TranscriptView)
@@ -212,11 +227,11 @@ class KernelseekApp(App[None]):
     # -- live -----------------------------------------------------------------------------
 
     def _start_follower(self) -> None:
-        from kernelseek_tui.tui.live import LiveFollower
+        from kernelseek_tui.browse.live import LiveFollower
 
         assert self.data is not None
 
-        def deliver(table: Any, meta: dict[str, Any] | None) -> None:
+        def deliver(table: pa.Table, meta: dict[str, object] | None) -> None:
             self.post_message(NewEvents(table, meta))  # thread-safe; never blocks the follower
 
         seqs = self.data.table["seq"]
@@ -231,8 +246,6 @@ class KernelseekApp(App[None]):
     def on_new_events(self, message: NewEvents) -> None:
         if self.data is None:
             return
-        import pyarrow as pa
-
         from kernelseek_tui.session.meta import SessionMeta
 
         if message.meta:
@@ -251,7 +264,7 @@ class KernelseekApp(App[None]):
         self._maybe_open_bar()
 
     def _maybe_open_bar(self) -> None:
-        from kernelseek_tui.tui.live import pending_decision
+        from kernelseek_tui.browse.live import pending_decision
 
         if self.data is None:
             return
@@ -274,7 +287,7 @@ class KernelseekApp(App[None]):
         )
 
     def on_question_submitted(self, message: QuestionSubmitted) -> None:
-        from kernelseek_tui.tui.live import send_question
+        from kernelseek_tui.browse.live import send_question
 
         if not self._can_steer("ask"):
             return
@@ -299,14 +312,14 @@ class KernelseekApp(App[None]):
     # -- the panes' wiring ---------------------------------------------------------------
 
     def on_event_selected(self, message: EventSelected) -> None:
-        self._schedule_selection(("event", message.seq))
+        self._schedule_selection(message)
 
     def on_candidate_selected(self, message: CandidateSelected) -> None:
         if message.eval_seq is not None:
             self.query_one(TranscriptView).jump_to_seq(message.eval_seq)
-        self._schedule_selection(("commit", message.sha))
+        self._schedule_selection(message)
 
-    def _schedule_selection(self, selection: tuple[str, Any]) -> None:
+    def _schedule_selection(self, selection: EventSelected | CandidateSelected) -> None:
         self._pending_selection = selection
         if self._selection_timer is not None:
             self._selection_timer.stop()
@@ -316,11 +329,10 @@ class KernelseekApp(App[None]):
         selection, self._pending_selection = self._pending_selection, None
         if selection is None or self.data is None:
             return
-        kind, value = selection
-        if kind == "commit":
-            self._show_commit(value)
+        if isinstance(selection, CandidateSelected):
+            self._show_commit(selection.sha)
             return
-        eval_seq = self._eval_seq_at_or_before(value)
+        eval_seq = self._eval_seq_at_or_before(selection.seq)
         if eval_seq is None:
             return
         self.query_one(HistoryPane).select_for_eval_seq(eval_seq)
@@ -342,7 +354,7 @@ class KernelseekApp(App[None]):
     def _select_eval(self, seq: int) -> None:
         assert self.data is not None
         result = eval_result_at(self.session_dir, self.data.table, seq)
-        self.call_from_thread(self.query_one(BenchmarkPane).show, result, f"eval at seq {seq}")
+        self.post_message(BenchmarkLoaded(result, f"eval at seq {seq}"))
 
     @work(thread=True, exclusive=True, group="benchmark")
     def _show_commit(self, sha: str) -> None:
@@ -354,13 +366,16 @@ class KernelseekApp(App[None]):
                 seq = self.timeline.eval_seq_for_commit(sha)
                 if seq is not None:
                     result = eval_result_at(self.session_dir, data.table, seq)
-        self.call_from_thread(self.query_one(BenchmarkPane).show, result, f"commit {sha[:10]}")
+        self.post_message(BenchmarkLoaded(result, f"commit {sha[:10]}"))
 
-    def _eval_result(self, seq: int) -> Any:
+    def on_benchmark_loaded(self, message: BenchmarkLoaded) -> None:
+        self.query_one(BenchmarkPane).show(message.result, message.label)
+
+    def _eval_result(self, seq: int) -> EvalResult | None:
         """The full result of the eval at ``seq`` (the detail view's scenario table)."""
         return eval_result_at(self.session_dir, self.data.table, seq) if self.data else None
 
-    def _bisect_factory(self) -> Any:
+    def _bisect_factory(self) -> PredicateFactory | None:
         if self._predicate_factory is not None:
             return self._predicate_factory
         from kernelseek_tui.evaluate.readiness import gpu_stack_problems
@@ -368,27 +383,18 @@ class KernelseekApp(App[None]):
         if gpu_stack_problems():
             return None  # the pane says plainly that bisect needs a GPU box
 
-        def factory() -> Any:
-            import tempfile
-
+        def factory() -> Predicate:
             from kernelseek_tui.history import predicate_from_evaluator
             from kernelseek_tui.session.evaluator import TaskEvaluator
-            from kernelseek_tui.session.knobs import read_knobs
-            from kernelseek_tui.session.recorded import original_task
+            from kernelseek_tui.session.recorded import candidate_judge, original_task
 
             data = self.data
             assert data is not None and data.meta is not None and data.history is not None
             # An unpacked recording has no checkout of its task: it comes from the start
             # commit, into a directory that lives as long as the app.
-            self._scratch = tempfile.TemporaryDirectory(prefix="kernelseek-app-bisect-")
+            self._scratch = TemporaryDirectory(prefix="kernelseek-app-bisect-")
             task = original_task(data.meta, data.history, Path(self._scratch.name))
-            kernel = task.source.relative_to(task.dir)
-            evaluator = TaskEvaluator(task)
-            sets = self.data.meta.objective_sets
-
-            def judge(sha: str, task_dir: Path) -> Any:
-                return evaluator(task_dir / kernel, sets, knobs=read_knobs(task_dir, task))
-
+            judge = candidate_judge(task, TaskEvaluator(task), data.meta.objective_sets)
             return predicate_from_evaluator(judge)
 
         return factory
@@ -437,7 +443,10 @@ class KernelseekApp(App[None]):
         yield from super().get_system_commands(screen)
         if screen is not self.screen_stack[0]:
             return
-        owners: list[Any] = [self, *self.query("TranscriptView, HistoryPane, BenchmarkPane")]
+        owners: list[App[None] | Widget] = [
+            self,
+            *self.query("TranscriptView, HistoryPane, BenchmarkPane"),
+        ]
         for owner in owners:
             for binding in getattr(type(owner), "BINDINGS", []):
                 if not isinstance(binding, Binding) or not binding.id:
@@ -476,7 +485,7 @@ class KernelseekApp(App[None]):
     def action_ask(self) -> None:
         if not self._can_steer("ask"):
             return
-        from kernelseek_tui.tui.live import suggestions_for
+        from kernelseek_tui.browse.live import suggestions_for
 
         session_dir = self.session_dir
         self.query_one(QuestionBar).open_manual(
@@ -484,7 +493,7 @@ class KernelseekApp(App[None]):
         )
 
     def action_pause(self) -> None:
-        from kernelseek_tui.tui.live import send_control
+        from kernelseek_tui.browse.live import send_control
 
         if not self._can_steer("pause"):
             return
@@ -494,7 +503,7 @@ class KernelseekApp(App[None]):
         self.notify(f"{command} sent")
 
     def action_stop(self) -> None:
-        from kernelseek_tui.tui.live import send_control
+        from kernelseek_tui.browse.live import send_control
 
         if not self._can_steer("stop"):
             return
@@ -542,7 +551,7 @@ def known_binding_ids() -> set[str]:
     )  # fmt: skip
 
 
-def _last_seq(table: Any, kind: str) -> int | None:
+def _last_seq(table: pa.Table, kind: str) -> int | None:
     import pyarrow.compute as pc
 
     rows = table.filter(pc.equal(table["kind"], kind))
@@ -574,7 +583,7 @@ def open_tui(
 
 
 def _headless(app: KernelseekApp, screenshot: Path, size: tuple[int, int]) -> int:
-    async def pilot(p: Any) -> None:
+    async def pilot(p: Pilot[object]) -> None:
         await p.pause()
         await app.workers.wait_for_complete()
         await p.pause(0.3)

@@ -1,11 +1,20 @@
-"""Messages the panes send one another through the app (the app owns the wiring)."""
+"""Messages the panes and the app's workers send through the app (the app owns the wiring).
+
+A worker thread never touches a widget: it posts one of these, and the handler on the app,
+on the app's own thread, updates the panes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from kernelseek_tui.browse.session_data import SessionData
+    from kernelseek_tui.browse.timeline import Timeline
+    from kernelseek_tui.browse.transcript import TranscriptIndex
+    from kernelseek_tui.evaluate.result import EvalResult
 
 
 class EventSelected(Message):
@@ -43,3 +52,23 @@ class NewEvents(Message):
         super().__init__()
         self.table = table
         self.meta = meta
+
+
+class SessionLoaded(Message):
+    """The session was read (in a worker): its data, transcript index and timeline."""
+
+    def __init__(self, data: SessionData, index: TranscriptIndex, timeline: Timeline) -> None:
+        super().__init__()
+        self.data = data
+        self.index = index
+        self.timeline = timeline
+
+
+class BenchmarkLoaded(Message):
+    """The full result of a selected evaluation or commit was read (in a worker); ``result``
+    is None when there is none; ``label`` says what it is the result of."""
+
+    def __init__(self, result: EvalResult | None, label: str) -> None:
+        super().__init__()
+        self.result = result
+        self.label = label

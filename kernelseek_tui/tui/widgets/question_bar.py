@@ -4,7 +4,7 @@ Docked at the bottom and hidden until ``open``: it names the moment (its trigger
 numbers the repertoire's suggestions (a number key asks one), takes a question of one's own
 (enter asks it), counts down the time before the repertoire answers instead, and closes on
 escape without asking anything. Asking posts ``QuestionSubmitted``; the app writes it to the
-session's inbox (``tui.live.send_question``).
+session's inbox (``browse.live.send_question``).
 
 Number keys pick only while the input is empty, so a typed question may still contain digits.
 """

@@ -40,7 +40,7 @@ from kernelseek_tui.session import inbox
 from kernelseek_tui.trace.reader import SessionSnapshot, read_session_snapshot, tail_wal
 from kernelseek_tui.trace.schema import EVENT_SCHEMA, events_to_table
 
-log = logging.getLogger("kernelseek_tui.tui")
+log = logging.getLogger("kernelseek_tui.browse")
 
 # Four polls a second: a batch at most every 250 ms keeps the transcript lively without
 # re-rendering the panes for every event of a burst.
