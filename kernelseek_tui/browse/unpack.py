@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.history.notes import ATTACHED_REF, NOTES_REF
+from kernelseek_tui.history.bundle import clone_bundle, write_bundle
 from kernelseek_tui.paths import DEMO_DIR, SessionPaths
 
 
@@ -71,13 +70,7 @@ def pack_session(session_dir: Path, dest: Path) -> Path:
     target = dest / session_id
     shutil.rmtree(target, ignore_errors=True)
     _copy_trace(session_dir, target)
-    bundle = dest / f"{session_id}.bundle"
-    refs = [branch]
-    for notes in (NOTES_REF, ATTACHED_REF):
-        if _git(["show-ref", "--verify", "--quiet", notes], repo, check=False).returncode == 0:
-            refs.append(notes)
-    _git(["bundle", "create", "--quiet", str(bundle), *refs], repo)
-    return bundle
+    return write_bundle(repo, branch, dest / f"{session_id}.bundle")
 
 
 def _copy_trace(source: Path, target: Path) -> None:
@@ -85,16 +78,6 @@ def _copy_trace(source: Path, target: Path) -> None:
     live = SessionPaths(source)
     skipped = {path.name for path in (live.writer_lock, live.attached, live.launch)}
     shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if n in skipped])
-
-
-def clone_bundle(bundle: Path, repo: Path) -> None:
-    """A fresh repository at ``repo`` holding the bundle's branches and notes."""
-    repo.mkdir(parents=True, exist_ok=True)
-    _git(["init", "--quiet"], repo)
-    _git(
-        ["fetch", "--quiet", str(bundle), "refs/heads/*:refs/heads/*", "refs/notes/*:refs/notes/*"],
-        repo,
-    )
 
 
 def _repoint_meta(session_dir: Path, repo: Path) -> None:
@@ -116,15 +99,3 @@ def _repoint_meta(session_dir: Path, repo: Path) -> None:
     config["traces_root"] = str(session_dir.parent)
     meta["config"] = config
     path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-
-
-def _git(args: list[str], cwd: Path, *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        ["git", "-c", "user.name=kernelseek", "-c", "user.email=kernelseek@localhost", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-    )
-    if check and result.returncode != 0:
-        raise KernelseekError(f"git {' '.join(args[:2])} failed in {cwd}: {result.stderr.strip()}")
-    return result

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kernelseek_tui.browse.unpack import clone_bundle
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import SessionHistory
+from kernelseek_tui.history.bundle import clone_bundle
 from kernelseek_tui.session.evaluator import Evaluator
 from kernelseek_tui.session.knobs import read_knobs
 from kernelseek_tui.session.meta import SessionMeta
