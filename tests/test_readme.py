@@ -23,8 +23,7 @@ def test_the_two_set_up_commands_come_first_as_they_are() -> None:
     assert block.strip().splitlines() == [
         "./scripts/demo     # installs into .venv and opens the demo session (offline: no GPU, "
         "no API key)",
-        "./scripts/test     # installs into .venv with the dev extra, runs ruff and the test "
-        "suite",
+        "./scripts/test     # installs into .venv with the dev extra, runs the gates and the tests",
     ]
 
 

@@ -27,8 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "path",
         nargs="?",
-        help="a session directory or traces root, or with --live a session id (default: the "
-        "demo)",
+        help="a session directory or traces root, or with --live a session id (default: the demo)",
     )
     parser.add_argument("--live", action="store_true", help="attach to a running session")
     parser.add_argument("--host", default="localhost", help="the address to listen on")

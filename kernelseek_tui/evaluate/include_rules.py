@@ -29,7 +29,7 @@ _DEPTH_ONE = re.compile(r"^\. (.+)$", re.MULTILINE)
 def direct_includes(nvcc: str, source: Path, flags: list[str], timeout_s: float) -> set[str]:
     """Paths of the headers the candidate includes itself, in the device and host passes."""
     undefine = ",".join(f"-U{macro}" for macro in _DEVICE_MACROS)
-    passes = ([], ["-Xcompiler", undefine])
+    passes: tuple[list[str], ...] = ([], ["-Xcompiler", undefine])
     found: set[str] = set()
     for extra in passes:
         cmd = [nvcc, *flags, *extra, "-E", "-Xcompiler", "-H", source.name, "-o", "/dev/null"]

@@ -89,5 +89,3 @@ def constructor_entries(obj: Path) -> int:
 def raw_syscalls(obj: Path) -> bool:
     disassembly = run_tool(["objdump", "-d", "--no-show-raw-insn", str(obj)], 120).stdout
     return _SYSCALL.search(disassembly) is not None
-
-

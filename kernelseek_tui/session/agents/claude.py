@@ -288,8 +288,7 @@ class ClaudeAgent:
                     final = f"{reason} (not retried: no call has got through in this run)"
                     _record_call_error(ctx, turn, final, {**attrs, "final": True})
                     raise KernelseekError(
-                        f"{reason}; check the network, a proxy (HTTPS_PROXY) or "
-                        "ANTHROPIC_BASE_URL"
+                        f"{reason}; check the network, a proxy (HTTPS_PROXY) or ANTHROPIC_BASE_URL"
                     ) from None
                 if not failure.retryable or attempt >= self.retry.attempts:
                     gave_up = f"model call failed for good: {failure.message}"
