@@ -15,6 +15,7 @@ import pytest
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate import api
 from kernelseek_tui.evaluate.pool import EvalPool, visible_devices
+from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.task import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,15 +51,24 @@ def stand_in(monkeypatch, tmp_path: Path) -> Path:
     return source
 
 
-def test_two_gpus_evaluate_at_once_each_on_its_own_device(stand_in: Path) -> None:
+def _evaluate_on_two_gpus(source: Path) -> tuple[list[EvalResult], float]:
     task = load_task(TASK_DIR)
-    jobs = [(task, stand_in, {"sets": ["quick"]}) for _ in range(2)]
+    jobs = [(task, source, {"sets": ["quick"]}) for _ in range(2)]
     with EvalPool(["0", "1"]) as pool:
         began = time.monotonic()
         results = pool.map(jobs)
-        elapsed = time.monotonic() - began
+        return results, time.monotonic() - began
+
+
+def test_two_gpus_evaluate_each_on_its_own_device(stand_in: Path) -> None:
+    results, _ = _evaluate_on_two_gpus(stand_in)
     assert [r.verdict for r in results] == ["pass", "pass"]
     assert sorted(r.device["index"] for r in results) == ["0", "1"]
+
+
+@pytest.mark.perf
+def test_two_gpus_evaluate_at_once(stand_in: Path) -> None:
+    _, elapsed = _evaluate_on_two_gpus(stand_in)
     # Each stand-in takes over a second; two in sequence would take over two.
     assert elapsed < 1.9, elapsed
 

@@ -164,10 +164,10 @@ def test_two_gpus_of_different_models_are_flagged(task_dir: Path, tmp_path: Path
     assert len(warnings) == 1 and "not all the same model" in (warnings[0].text or "")
 
 
-@pytest.mark.slow
-def test_two_slots_overlap_and_nearly_halve_the_wall_time_per_point(
+def _tune_on_one_then_two_gpus(
     task_dir: Path, tmp_path: Path
-) -> None:
+) -> tuple[dict[int, float], dict[int, list[Span]], Engine]:
+    """Wall time per judged point and the evaluations' spans, with one GPU and with two."""
     walls: dict[int, float] = {}
     logs: dict[int, list[Span]] = {}
     for n in (1, 2):
@@ -178,11 +178,24 @@ def test_two_slots_overlap_and_nearly_halve_the_wall_time_per_point(
         )
         walls[n] = (time.monotonic() - began) / len(judged_points(engine))
         assert len(logs[n]) == 5
+    return walls, logs, engine
+
+
+@pytest.mark.slow
+def test_two_slots_overlap_each_point_of_a_pair_on_its_own_gpu(
+    task_dir: Path, tmp_path: Path
+) -> None:
+    _, logs, _ = _tune_on_one_then_two_gpus(task_dir, tmp_path)
     assert overlapping(logs[1]) == []
     pairs = overlapping(logs[2])
     # Two batches of two points each ran at once, each point of a pair on its own GPU and thread.
     assert len(pairs) == 2
     assert all(a.device != b.device and a.thread != b.thread for a, b in pairs)
+
+
+@pytest.mark.perf
+def test_two_slots_nearly_halve_the_wall_time_per_point(task_dir: Path, tmp_path: Path) -> None:
+    walls, _, engine = _tune_on_one_then_two_gpus(task_dir, tmp_path)
     # 5 points in 3 rounds against 5: a wall time per point of 3/5 of one GPU's, at best.
     ratio = walls[2] / walls[1]
     assert 0.5 <= ratio < 0.75, (walls, ratio)

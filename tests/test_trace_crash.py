@@ -226,6 +226,7 @@ def test_a_writer_never_replaces_a_damaged_events_file(tmp_path: Path) -> None:
     assert read_session(bad).column("text").to_pylist() == ["new"]
 
 
+@pytest.mark.perf
 def test_recovery_is_fast_enough_to_not_matter(tmp_path: Path) -> None:
     # Reopening a crashed session reads footers and the WAL tail, not the whole WAL.
     session = _crashed_session(tmp_path, "r", 200)

@@ -14,6 +14,7 @@ from benchmarks.synthetic import generate_sessions_fast
 from kernelseek_tui.trace.store import CANNED, TraceStore
 from kernelseek_tui.tui.screens.query import CANNED_ORDER, QueryScreen, inline_params
 from kernelseek_tui.tui.widgets.arrow_table import NULL, ArrowTable
+from tests.perf import TIMED
 
 
 @pytest.fixture
@@ -156,7 +157,10 @@ async def test_a_result_past_max_rows_is_cut_and_says_so(traces: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_100k_row_result_opens_and_moves_in_well_under_a_second(traces: Path) -> None:
+@pytest.mark.parametrize("timed", TIMED)
+async def test_100k_row_result_opens_and_moves_in_well_under_a_second(
+    traces: Path, timed: bool
+) -> None:
     app = Base(traces)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
@@ -167,7 +171,7 @@ async def test_100k_row_result_opens_and_moves_in_well_under_a_second(traces: Pa
             "SELECT range AS n, range * 0.5 AS half, 'row ' || range AS label FROM range(100000)"
         )
         await _settle(app, pilot)
-        assert time.perf_counter() - started < 2.0  # DuckDB, Arrow, first paint
+        assert not timed or time.perf_counter() - started < 2.0  # DuckDB, Arrow, first paint
         table = screen.results
         assert table.row_count == 100_000
         assert "100,000 rows" in _visible_text(app)
@@ -176,7 +180,7 @@ async def test_100k_row_result_opens_and_moves_in_well_under_a_second(traces: Pa
             started = time.perf_counter()
             await pilot.press(*keys)
             await pilot.pause()
-            assert time.perf_counter() - started < 0.5, keys
+            assert not timed or time.perf_counter() - started < 0.5, keys
         table.action_cursor_bottom()
         await pilot.pause()
         assert table.cursor_row == 99_999
@@ -319,7 +323,8 @@ async def test_arrow_table_keys_move_the_cursor_and_scroll_columns() -> None:
 
 
 @pytest.mark.anyio
-async def test_arrow_table_opens_100k_rows_and_moves_fast() -> None:
+@pytest.mark.parametrize("timed", TIMED)
+async def test_arrow_table_opens_100k_rows_and_moves_fast(timed: bool) -> None:
     big = _big_table()
     app = TableApp(pa.table({"empty": pa.array([], pa.int64())}))
     async with app.run_test(size=(100, 40)) as pilot:
@@ -329,7 +334,7 @@ async def test_arrow_table_opens_100k_rows_and_moves_fast() -> None:
         started = time.perf_counter()
         table.set_table(big)
         await pilot.pause()
-        assert time.perf_counter() - started < 0.5
+        assert not timed or time.perf_counter() - started < 0.5
         assert "100,000 rows" in _visible_text(app)
         started = time.perf_counter()
         for _ in range(20):
@@ -337,6 +342,6 @@ async def test_arrow_table_opens_100k_rows_and_moves_fast() -> None:
         await pilot.press("G", "k", "g")
         await pilot.pause()
         per_key = (time.perf_counter() - started) / 23
-        assert per_key < 0.1
+        assert not timed or per_key < 0.1
         # Only the blocks of rows that were on screen were ever formatted.
         assert len(table._blocks) <= 4

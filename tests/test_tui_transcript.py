@@ -316,6 +316,7 @@ def test_extend_appends_and_keeps_search_current(small_table: pa.Table) -> None:
     assert len(index) == small_table.num_rows
 
 
+@pytest.mark.perf
 def test_index_builds_fast_for_thirty_thousand_events(big_table: pa.Table) -> None:
     assert big_table.num_rows > 29_000
     elapsed = min(_timed(lambda: TranscriptIndex(big_table)) for _ in range(3))
@@ -570,6 +571,7 @@ def test_append_under_a_filter_adds_only_matching_rows() -> None:
     drive(TranscriptIndex(head), script)
 
 
+@pytest.mark.perf
 def test_cursor_moves_stay_fast_at_thirty_thousand_rows(big_table: pa.Table) -> None:
     index = TranscriptIndex(big_table)
 
@@ -618,6 +620,7 @@ def test_search_finds_what_the_lines_show_not_the_stored_json() -> None:
     assert index.matches("Trying tiles") == [0]
 
 
+@pytest.mark.perf
 def test_a_prepared_search_of_thirty_thousand_events_answers_at_once(big_table: pa.Table) -> None:
     index = TranscriptIndex(big_table)
     prepare = _timed(index.prepare_search)
