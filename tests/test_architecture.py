@@ -132,6 +132,7 @@ def test_the_import_graph_has_no_cycle() -> None:
     # Every import counts, those inside functions and under TYPE_CHECKING too (grimp's graph,
     # the one the import-linter contracts in pyproject.toml are checked on).
     import grimp  # with import-linter, in the dev extra
+
     graph = grimp.build_graph("kernelseek_tui")
     imports = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
     assert _cycles(imports) == []

@@ -95,7 +95,11 @@ def test_flushed_keeps_the_refill_between_warm_up_and_the_measured_calls() -> No
     gpu = FakeGpu(kernel_ms=1.0, flush_ms=0.1)
     marks: list[int] = []
     time_calls(
-        gpu.cp, gpu.stream, gpu.call, 2, Timing(method="flushed", warmup_ms=5, rep_ms=10),
+        gpu.cp,
+        gpu.stream,
+        gpu.call,
+        2,
+        Timing(method="flushed", warmup_ms=5, rep_ms=10),
         after_warmup=lambda: marks.append(len(gpu.log)),
     )
     (mark,) = marks
