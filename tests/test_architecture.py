@@ -136,3 +136,16 @@ def test_the_import_graph_has_no_cycle() -> None:
     graph = grimp.build_graph("kernelseek_tui")
     imports = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
     assert _cycles(imports) == []
+
+
+def test_the_import_contracts_of_pyproject_hold() -> None:
+    # import-linter (dev extra) reads [tool.importlinter] from the repository's pyproject.toml.
+    run = (
+        "import sys; from importlinter.cli import lint_imports; "
+        "sys.exit(lint_imports(no_cache=True, no_logo=True))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", run], cwd=PACKAGE_DIR.parent, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "5 kept, 0 broken" in result.stdout
