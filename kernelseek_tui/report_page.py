@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.experiment.metrics import SessionMetrics
+from kernelseek_tui.paths import SessionPaths
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +36,8 @@ class SessionFacts:
 
 def session_facts(session_dir: Path, rows: list[dict[str, Any]]) -> SessionFacts:
     meta: dict[str, Any] = {}
-    if (session_dir / "session.json").is_file():
-        meta = json.loads((session_dir / "session.json").read_text())
+    if SessionPaths(session_dir).meta.is_file():
+        meta = json.loads(SessionPaths(session_dir).meta.read_text())
     config = meta.get("config") or {}
     caveats = []
     recorded = str(meta.get("recorded") or "")

@@ -24,11 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kernelseek_tui.external.claude_stop_hook import answer_stop, parse_hook_input
-    from kernelseek_tui.paths import traces_root
+    from kernelseek_tui.paths import SessionPaths, traces_root
 
     hook_input = parse_hook_input(sys.stdin.read())
     session_dir = traces_root(args.traces, must_exist=False) / args.session
-    if not (session_dir / "session.json").is_file():
+    if not SessionPaths(session_dir).meta.is_file():
         # Never hold the agent back for a session that does not exist (yet).
         print(f"kernelseek hook: no session {args.session}; the stop goes through", file=sys.stderr)
         return 0

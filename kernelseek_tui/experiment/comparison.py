@@ -17,6 +17,7 @@ from statistics import median
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.experiment.metrics import SessionMetrics, load_session_metrics
 from kernelseek_tui.experiment.verdict import Verdict, verdict
+from kernelseek_tui.paths import SessionPaths
 
 COLUMNS = (
     "SESSION", "BEST", "VS FA3", "BEST@{calls}", "CALLS", "USD", "WALL", "EVALS TO {reach}",
@@ -44,7 +45,7 @@ def resolve_targets(root: Path, refs: list[str]) -> list[Target]:
         if is_experiment_dir(experiment_dir):
             record = read_record(experiment_dir)
             for planned in record.sessions:
-                if (experiment_dir / planned.session_id / "session.json").is_file():
+                if SessionPaths(experiment_dir / planned.session_id).meta.is_file():
                     targets.append(Target(experiment_dir / planned.session_id, planned.arm))
             continue
         session_dir = find_session(root, ref)

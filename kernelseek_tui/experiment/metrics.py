@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.trace.queries import DEFAULT_K, DEFAULT_THRESHOLD
 
 COLUMNS = [
@@ -196,7 +197,7 @@ def load_session_metrics(session_dir: Path, arm: str, **options: Any) -> Session
 
     table = read_session(session_dir, columns=COLUMNS)
     model = None
-    meta_file = session_dir / "session.json"
+    meta_file = SessionPaths(session_dir).meta
     if meta_file.is_file():
         model = json.loads(meta_file.read_text()).get("model")
     return session_metrics(

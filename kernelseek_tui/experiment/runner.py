@@ -31,6 +31,7 @@ from kernelseek_tui.experiment.record import (
     read_record,
     write_record,
 )
+from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session.meta import (
     CRASHED,
     FINISHED,
@@ -64,7 +65,7 @@ def session_states(experiment_dir: Path, record: ExperimentRecord) -> list[Sessi
     states = []
     for planned in record.sessions:
         session_dir = Path(experiment_dir) / planned.session_id
-        if not (session_dir / "session.json").is_file():
+        if not SessionPaths(session_dir).meta.is_file():
             # A session whose process keeps dying before it exists is given up too.
             status = GAVE_UP if planned.launches >= MAX_LAUNCHES else PLANNED
             states.append(SessionProgress(planned.session_id, planned.arm, status, None, {}))

@@ -85,6 +85,8 @@ class ExternalHost:
                 raise KernelseekError("give a TASK_DIR to start a session")
             task = load_task(task_dir, source)
             traces_root.mkdir(parents=True, exist_ok=True)
+            # Unset, the config's own default wait holds.
+            wait: dict[str, Any] = {} if attach_wait_s is None else {"attach_wait_s": attach_wait_s}
             config = SessionConfig(
                 task_dir=task.dir,
                 traces_root=traces_root,
@@ -96,7 +98,7 @@ class ExternalHost:
                 evaluator=evaluator_spec,
                 evaluator_options=dict(evaluator_options or {}),
                 source=task.source.relative_to(task.dir).as_posix(),
-                **({"attach_wait_s": attach_wait_s} if attach_wait_s is not None else {}),
+                **wait,
             )
             engine = Engine.start(config, evaluator=evaluator, on_event=on_event)
         agent = ExternalAgent(
