@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -117,12 +118,23 @@ def test_a_task_names_only_a_known_method(tmp_path) -> None:
         _timing({"wamup_ms": 3}, tmp_path)
 
 
-def test_the_measured_calls_start_behind_a_held_stream() -> None:
-    gpu = FakeGpu(kernel_ms=0.3, flush_ms=0.05)
-    stats = time_calls(gpu.cp, gpu.stream, gpu.call, 2, Timing(method="flushed"))
+def test_a_slow_host_launch_gets_the_stream_held_before_the_calls() -> None:
+    gpu = FakeGpu(kernel_ms=0.05, flush_ms=0.01)
+
+    def slow_launch(index: int) -> None:
+        time.sleep(0.0005)  # the host takes ten times the kernel's time to launch it
+        gpu.call(index)
+
+    timing = Timing(method="flushed", warmup_ms=1, rep_ms=2, max_reps=20)
+    stats = time_calls(gpu.cp, gpu.stream, slow_launch, 2, timing)
     holds = [i for i, entry in enumerate(gpu.log) if entry == "hold"]
     assert len(holds) == 1
-    # the hold comes right before the last run of samples, none of which it is inside
     after = [e for e in gpu.log[holds[0] + 1 :] if e.startswith("call")]
     assert len(after) >= len(stats.samples_ms)
-    assert stats.median_ms == pytest.approx(0.3)
+    assert stats.median_ms == pytest.approx(0.05)
+
+
+def test_a_fast_host_launch_gets_no_hold() -> None:
+    gpu = FakeGpu(kernel_ms=5.0, flush_ms=0.1)
+    time_calls(gpu.cp, gpu.stream, gpu.call, 2, Timing(method="flushed"))
+    assert "hold" not in gpu.log

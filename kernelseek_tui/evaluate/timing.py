@@ -2,10 +2,12 @@
 
 Two methods (the task's `[timing] method`). "flushed", the default, is the method of FA3's and
 Triton's own benchmarks (`do_bench`): every call alone between two events, the L2 cache flushed
-by a large memset just before it, the median over calls. "batched" times back-to-back calls
-between two events; measured on the H200 (docs/BENCHMARKS.md) it timed FA3 13-18% low on short
-sequences, where FA3's Python-side launch is longer than its kernel, and up to 10% high on long
-ones, where a warm L2 and overlapping tails help.
+by a large memset just before it, the median over calls; warm-up and measured calls go out as
+one stream of work, held back first where the host enqueues more slowly than the GPU runs, so
+that neither host launch time nor an idle (and so faster-clocked) GPU enters the figure.
+"batched" times back-to-back calls between two events; measured on the H200
+(docs/BENCHMARKS.md) it timed FA3 13-43% low on short sequences, where FA3's Python-side launch
+outlasts its kernel, and up to 10% high on long ones, where a warm L2 and overlapping tails help.
 
 A second, device-synchronised wall-clock measurement of the same calls catches work that the
 events cannot see (a kernel launched on another stream).
@@ -141,37 +143,43 @@ def _time_flushed(
     def flush_l2() -> None:
         cp.cuda.runtime.memsetAsync(flush.data.ptr, 0, flush.nbytes, stream.ptr)
 
-    enqueue_ms = [0.0]  # wall time the host took to enqueue one sample, last measured
-
-    def run_each(count: int, head_start_ms: float = 0.0) -> list[float]:
+    def enqueue(count: int) -> list[tuple[Any, Any]]:
         events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(count)]
-        if head_start_ms > 0:
-            _hold_stream(cp, stream, head_start_ms)
-        began = time.perf_counter()
         for i, (start, end) in enumerate(events):
             flush_l2()
             start.record(stream)
             call(i % n_sets)
             end.record(stream)
-        enqueue_ms[0] = (time.perf_counter() - began) * 1000.0 / count
+        return events
+
+    def elapsed(events: list[tuple[Any, Any]]) -> list[float]:
         events[-1][1].synchronize()
         return [cp.cuda.get_elapsed_time(start, end) for start, end in events]
 
-    first = run_each(1)[0]
-    # What one sample costs on the GPU, the flush included, to size warm-up and repetitions.
+    # A short probe: what one sample costs the GPU (the flush included) and the host.
+    probe = max(3, n_sets)
+    began = time.perf_counter()
+    probe_events = enqueue(probe)
+    host_ms = (time.perf_counter() - began) * 1000.0 / probe
+    kernel_ms = statistics.median(elapsed(probe_events))
     began = time.perf_counter()
     flush_l2()
     stream.synchronize()
-    per_sample = max(first, 1e-3) + (time.perf_counter() - began) * 1000.0
-    warmup_calls = max(n_sets, math.ceil(timing.warmup_ms / per_sample))
-    run_each(warmup_calls)
+    gpu_ms = max(kernel_ms, 1e-3) + (time.perf_counter() - began) * 1000.0
+    warmup = max(n_sets, math.ceil(timing.warmup_ms / gpu_ms))
+    reps = int(min(timing.max_reps, max(timing.min_reps, timing.rep_ms / gpu_ms)))
+    # Warm-up and measured calls go out in one stream of work, so the GPU reaches its steady
+    # clocks before the measured ones and never idles between them. Where the host enqueues a
+    # sample more slowly than the GPU runs it (a peer with a long Python-side launch on a short
+    # kernel), the stream is held for the difference first; otherwise the host's launch time
+    # would sit between a start event and its kernel.
+    deficit = max(0.0, (host_ms - gpu_ms) * (warmup + reps))
+    if deficit > 0:
+        _hold_stream(cp, stream, min(_MAX_HEAD_START_MS, 1.2 * deficit + 1.0))
+    enqueue(warmup)
     if after_warmup is not None:
         after_warmup()
-    reps = int(min(timing.max_reps, max(timing.min_reps, timing.rep_ms / per_sample)))
-    # A peer whose Python-side launch outlasts its kernel would leave the GPU idle between a
-    # start event and its kernel; holding the stream while the host enqueues every sample
-    # keeps that host time out of the events.
-    samples = run_each(reps, head_start_ms=min(_MAX_HEAD_START_MS, 1.2 * enqueue_ms[0] * reps))
+    samples = elapsed(enqueue(reps))
     median = statistics.median(samples)
     stats = TimingStats(median_ms=median, samples_ms=samples, calls_per_sample=1)
     # The cross-check needs enough back-to-back calls for its wall clock to mean something.
