@@ -114,6 +114,19 @@ def peers() -> dict[str, Any]:
     return found
 
 
+def graph_tflops(fn: Any, call_args: tuple, work: float, rep: int) -> float | None:
+    """TFLOP/s of ``fn`` replayed from a CUDA graph: its GPU time without the host's launch
+    time (nor an L2 flush), or None where it cannot be captured."""
+    from triton.testing import do_bench_cudagraph
+
+    try:
+        ms = do_bench_cudagraph(functools.partial(fn, *call_args), rep=rep, return_mode="median")
+    except Exception as error:  # report, never guess a number
+        print(f"cuda graph of {fn.__name__} failed: {type(error).__name__}: {error}")
+        return None
+    return work / (ms * 1e-3) / 1e12
+
+
 def geomean(values: list[float]) -> float | None:
     values = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
@@ -130,6 +143,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=25, help="do_bench warm-up, ms")
     parser.add_argument("--rep", type=int, default=100, help="do_bench repetitions, ms")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument(
+        "--graph-peers",
+        action="store_true",
+        help="also time each peer with do_bench_cudagraph (no host launch time, no L2 flush)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -190,6 +208,8 @@ def main() -> int:
                 return_mode="median",
             )
             row[name] = work / (ms * 1e-3) / 1e12
+            if args.graph_peers:
+                row[f"{name}_graph"] = graph_tflops(fn, (q, k, v, scale, causal), work, args.rep)
             if name == "fa3" and first_out is not None:
                 reference = fn(q, k, v, scale, causal)
                 row["max_abs_diff_vs_fa3"] = float(
@@ -204,8 +224,9 @@ def main() -> int:
             cells += [f"{row.get('max_abs_diff_vs_fa3', float('nan')):.4f}"]
         print(" | ".join(cells), flush=True)
 
-    summary = {name: geomean([r.get(name, 0.0) for r in rows]) for name in names}
-    print("geomean TFLOP/s: " + ", ".join(f"{n} {summary[n]:.1f}" for n in names if summary[n]))
+    summed = names + ([f"{n}_graph" for n in others] if args.graph_peers else [])
+    summary = {name: geomean([r.get(name) or 0.0 for r in rows]) for name in summed}
+    print("geomean TFLOP/s: " + ", ".join(f"{n} {summary[n]:.1f}" for n in summed if summary[n]))
     if "fa3" in others:
         for cand in candidates:
             ratio = geomean([r[cand.name] / r["fa3"] for r in rows])

@@ -7,7 +7,7 @@
 # Versions come from git history, e.g. `git show aef20c5:kernels/flash_fwd/sm90.cu > v1.cu`
 # (kernels/flash_fwd/NOTES.md names the commit of each version). Needs the carried wheels in
 # .whl (scripts/fetch_gpu_wheels). JUDGE_SETS: `--set` names for the judge (default: the
-# objective); JUDGE=none skips it.
+# objective); JUDGE=none skips it. FA_BENCH_ARGS: extra fa_bench arguments (e.g. --graph-peers).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-compare-out}
@@ -25,8 +25,9 @@ for src in "$@"; do
 done
 rm -f "$OUT/smoke.tmp"
 [ ${#passed[@]} -gt 0 ] || { echo "no version passed the smoke shapes"; exit 1; }
+# shellcheck disable=SC2086  # FA_BENCH_ARGS: extra fa_bench arguments, word-split on purpose
 timeout 400 python3 benchmarks/fa_bench.py "${passed[@]}" --json "$OUT/fa_bench.json" \
-  > "$OUT/fa_bench.txt" 2>&1
+  ${FA_BENCH_ARGS:-} > "$OUT/fa_bench.txt" 2>&1
 tail -$(( ${#passed[@]} / 2 + 1 )) "$OUT/fa_bench.txt"
 judge=${JUDGE:-${!#}}
 if [ "$judge" != none ]; then
