@@ -546,9 +546,6 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         wgmma_fence();
         issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem + s * S::kKVBytes);
         wgmma_commit();
-        // The compiler would hoist the rescale above the S wgmmas (nothing ties them): pin O
-        // here so the multiplies run after S_j is issued, under it.
-        fence_registers<HEADDIM / 2>(o);
         rescale<HEADDIM>(o, alpha);  // on the CUDA cores while S_j is on the tensor cores
         wgmma_fence();               // O was written: order it before P V reads it
         issue_pv<HEADDIM, BN>(o, pa, v_smem + s_prev * S::kKVBytes);
