@@ -21,7 +21,6 @@ The helpers below (``send_question``, ``send_control``, ``pending_decision``,
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -38,7 +37,7 @@ from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session import inbox
 from kernelseek_tui.trace.reader import SessionSnapshot, read_session_snapshot, tail_wal
-from kernelseek_tui.trace.schema import EVENT_SCHEMA, events_to_table
+from kernelseek_tui.trace.schema import EVENT_SCHEMA, events_to_table, parse_attrs
 
 log = logging.getLogger("kernelseek_tui.browse")
 
@@ -298,7 +297,7 @@ def pending_decision(table: pa.Table, *, now_s: float | None = None) -> dict[str
         errors = later.filter(pc.equal(later_kinds, "error"))
         if row["event_id"] in errors.column("parent_event_id").to_pylist():
             return None
-    attrs = _json_dict(row.get("attrs"))
+    attrs = parse_attrs(row.get("attrs"))
     if not attrs.get("attached"):
         return None  # the engine did not wait for anyone: the repertoire answers at once
     wait_s = attrs.get("wait_s")
@@ -361,13 +360,3 @@ def suggestions_for(
     )
     ranked = desk.rank(trigger, list(recent_ids))
     return [{"id": q.id, "text": q.text} for q in ranked[:count]]
-
-
-def _json_dict(text: Any) -> dict[str, Any]:
-    if not text:
-        return {}
-    with contextlib.suppress(ValueError, TypeError):
-        value = json.loads(text)
-        if isinstance(value, dict):
-            return value
-    return {}

@@ -8,11 +8,12 @@ that waited an hour for a person should not look like it stalled.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+
+from kernelseek_tui.trace.schema import parse_attrs
 
 # Eight levels; the lowest is still visible so a flat line at the minimum reads as a line.
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -193,14 +194,7 @@ def _block(value: float, low: float, high: float) -> str:
 
 def commit_link(attrs: object) -> tuple[int | None, bool]:
     """A commit event's ``eval_seq`` and whether it was attached to an existing commit."""
-    if not isinstance(attrs, str) or not attrs:
-        return None, False
-    try:
-        parsed = json.loads(attrs)
-    except ValueError:
-        return None, False
-    if not isinstance(parsed, dict):
-        return None, False
+    parsed = parse_attrs(attrs)
     value = parsed.get("eval_seq")
     seq = value if isinstance(value, int) and not isinstance(value, bool) else None
     return seq, bool(parsed.get("attached"))

@@ -22,6 +22,7 @@ from typing import Any, Final
 import pyarrow as pa
 
 from kernelseek_tui.browse.event_detail import attrs_lines, detail_title, field_lines
+from kernelseek_tui.trace.schema import parse_attrs
 
 __all__ = ["FILTERS", "TranscriptIndex", "TranscriptLine", "filter_spec"]
 
@@ -379,7 +380,7 @@ def _summarise_tool_call(row: dict[str, Any]) -> tuple[str, str]:
             parts.append(described)
     elif row.get("tool_input"):
         parts.append(_shorten(str(row["tool_input"]), _ARG_CHARS))
-    attrs = _attrs(row)
+    attrs = parse_attrs(row.get("attrs"))
     if attrs.get("batch_size"):
         parts.append(f"[batch {int(attrs.get('batch_index', 0)) + 1}/{attrs['batch_size']}]")
     if attrs.get("skipped"):
@@ -479,7 +480,7 @@ def _summarise_eval(row: dict[str, Any]) -> tuple[str, str]:
         parts.append(f"vs FA3 {row['vs_fa3']:.2f}x")
     if row.get("best_speedup") is not None:
         parts.append(f"best {row['best_speedup']:.3f}x")
-    attrs = _attrs(row)
+    attrs = parse_attrs(row.get("attrs"))
     if attrs.get("objective") is False or (attrs.get("sets") and not attrs.get("objective")):
         sets = attrs.get("sets")
         if isinstance(sets, list) and sets:
@@ -504,7 +505,7 @@ def _summarise_question(row: dict[str, Any]) -> tuple[str, str]:
 
 
 def _summarise_decision(row: dict[str, Any]) -> tuple[str, str]:
-    attrs = _attrs(row)
+    attrs = parse_attrs(row.get("attrs"))
     parts = [f"{row.get('trigger') or '?'}: {_first_line(row.get('text')) or 'decision'}"]
     extra = []
     if attrs.get("wait_s") is not None:
@@ -523,7 +524,7 @@ def _summarise_commit(row: dict[str, Any]) -> tuple[str, str]:
     sha = (row.get("git_sha") or "?")[:7]
     subject = _first_line(row.get("text"))
     if not subject:
-        attrs = _attrs(row)
+        attrs = parse_attrs(row.get("attrs"))
         n = attrs.get("n")
         speedup = row.get("speedup", attrs.get("speedup"))
         subject = f"candidate {n if n is not None else '?'}"
@@ -533,7 +534,7 @@ def _summarise_commit(row: dict[str, Any]) -> tuple[str, str]:
 
 
 def _summarise_compaction(row: dict[str, Any]) -> tuple[str, str]:
-    attrs = _attrs(row)
+    attrs = parse_attrs(row.get("attrs"))
     cleared = attrs.get("cleared")
     count = len(cleared) if isinstance(cleared, list) else cleared
     parts = [f"cleared {count if count is not None else '?'} tool results"]
@@ -545,7 +546,7 @@ def _summarise_compaction(row: dict[str, Any]) -> tuple[str, str]:
 
 
 def _summarise_error(row: dict[str, Any]) -> tuple[str, str]:
-    attrs = _attrs(row)
+    attrs = parse_attrs(row.get("attrs"))
     head = " ".join(str(attrs[k]) for k in ("error_type", "status") if attrs.get(k) is not None)
     text = _first_line(row.get("text")) or "error"
     extra = []
@@ -560,7 +561,7 @@ def _summarise_error(row: dict[str, Any]) -> tuple[str, str]:
 
 
 def _summarise_control(row: dict[str, Any]) -> tuple[str, str]:
-    attrs = _attrs(row)
+    attrs = parse_attrs(row.get("attrs"))
     action = attrs.get("action") or attrs.get("command") or "control"
     parts = [str(action)]
     for key in ("reason", "detail"):
@@ -616,11 +617,6 @@ def _loads(text: str | None) -> Any:
         return json.loads(text)
     except ValueError:
         return None
-
-
-def _attrs(row: dict[str, Any]) -> dict[str, Any]:
-    value = _loads(row.get("attrs"))
-    return value if isinstance(value, dict) else {}
 
 
 def _first_line(text: str | None) -> str:

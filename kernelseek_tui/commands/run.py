@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import secrets
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelseek_tui.commands.common import add_traces_argument
 from kernelseek_tui.decisions import DecisionConfig
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.session.questions_mode import QUESTIONS_MODES
 from kernelseek_tui.session.tools import DEFAULT_SHELL_OUTPUT_CHARS, DEFAULT_SHELL_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from kernelseek_tui.trace.schema import Event
 
 AGENTS = ("claude", "tuner", "replay")
 # Settings a --config file's [session] table may hold, and the flags they stand for.
@@ -509,12 +511,9 @@ def _make(config: Any) -> Any:
     return agent
 
 
-def _gpu_of(event: Any) -> str:
+def _gpu_of(event: Event) -> str:
     """`` on GPU <index>`` for an eval timed on a known GPU (the worker's own word first)."""
-    try:
-        attrs = json.loads(event.attrs or "{}")
-    except ValueError:
-        return ""
+    attrs = event.attrs_dict()
     device = attrs.get("device") if isinstance(attrs.get("device"), dict) else {}
     index = device.get("index", attrs.get("slot_device"))
     return f"  on GPU {index}" if index is not None else ""

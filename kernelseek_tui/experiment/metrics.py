@@ -17,6 +17,7 @@ from typing import Any
 
 from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.trace.queries import DEFAULT_K, DEFAULT_THRESHOLD
+from kernelseek_tui.trace.schema import parse_attrs
 
 COLUMNS = [
     "seq", "ts", "kind", "verdict", "speedup", "vs_fa3", "question_id", "question_text",
@@ -103,16 +104,6 @@ class SessionMetrics:
         return None
 
 
-def _attrs(raw: Any) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def session_metrics(
     rows: list[dict[str, Any]],
     *,
@@ -136,7 +127,7 @@ def session_metrics(
     for row in rows:
         kind = row["kind"]
         seconds = _seconds(row["ts"], start)
-        if kind == "tool_call" and not _attrs(row.get("attrs")).get("skipped"):
+        if kind == "tool_call" and not parse_attrs(row.get("attrs")).get("skipped"):
             calls += 1
         elif kind == "message" and row.get("cost_usd") is not None:
             cost = (cost or 0.0) + float(row["cost_usd"])
@@ -145,11 +136,11 @@ def session_metrics(
                 QuestionMark(calls, seconds, evals, row.get("question_id"),
                              row.get("question_text") or "", row.get("source"))
             )  # fmt: skip
-        elif kind == "commit" and not _attrs(row.get("attrs")).get("attached"):
+        elif kind == "commit" and not parse_attrs(row.get("attrs")).get("attached"):
             commits.append(calls)
         elif kind == "eval":
             evals += 1
-            attrs = _attrs(row.get("attrs"))
+            attrs = parse_attrs(row.get("attrs"))
             raw_speedup = row.get("speedup")
             passed = row.get("verdict") == "pass" and _finite(raw_speedup)
             speedup = float(raw_speedup) if passed and raw_speedup is not None else 0.0

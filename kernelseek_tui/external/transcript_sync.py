@@ -24,6 +24,7 @@ from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.session.agents.base import AgentContext
+from kernelseek_tui.trace.schema import parse_attrs
 
 OWN_TOOL_PREFIX = "mcp__kernelseek__"  # Claude Code's name for the tools of our MCP server
 
@@ -106,9 +107,6 @@ def ready_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _with_source(attrs_text: Any, path: Path) -> str:
     import json
 
-    try:
-        attrs = json.loads(attrs_text) if isinstance(attrs_text, str) else {}
-    except ValueError:
-        attrs = {}
+    attrs = parse_attrs(attrs_text)
     attrs["imported_from"] = str(path)
     return json.dumps(attrs, separators=(",", ":"))
