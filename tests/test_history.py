@@ -261,6 +261,16 @@ def test_unverified_candidate_is_refused_and_nothing_changes(
     assert sh(history.repo, "notes", f"--ref={NOTES_REF}", "list") == ""
 
 
+def test_verified_means_every_scenario_ran_and_passed() -> None:
+    assert make_result().verified
+    unrun = make_result()
+    unrun.scenarios[0].passed = None  # the summary adds up, but one scenario never ran
+    assert unrun.passed and not unrun.verified
+    assert not make_result(passed=2, total=3).verified
+    assert not make_result(passed=0, total=0).verified
+    assert not make_result(verdict="fail").verified
+
+
 def test_only_the_given_paths_are_committed(history: SessionHistory) -> None:
     kernel = write(history, "// committed\n")
     write(history, 'name = "k"  # agent scratch\n', "task.toml")

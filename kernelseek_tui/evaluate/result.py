@@ -89,6 +89,20 @@ class EvalResult:
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    @property
+    def verified(self) -> bool:
+        """Every scenario ran and passed: what earns a commit and counts towards the best.
+
+        Stricter than ``passed``: a pass with no scenario, or with one that did not run, is
+        not evidence the kernel is correct."""
+        summary = self.summary
+        return (
+            self.verdict == "pass"
+            and summary.total > 0
+            and summary.passed == summary.total
+            and all(s.passed is True for s in self.scenarios)
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return _finite(asdict(self))
 

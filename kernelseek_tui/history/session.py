@@ -460,8 +460,7 @@ class SessionHistory:
 
 def _require_verified(result: EvalResult, seq: int) -> None:
     summary = result.summary
-    failed = [s.name for s in result.scenarios if s.passed is not True]
-    if result.verdict != "pass" or summary.total <= 0 or summary.passed != summary.total or failed:
+    if not result.verified:
         raise UnverifiedCandidateError(
             f"refusing to commit seq {seq}: verdict {result.verdict!r}, "
             f"{summary.passed}/{summary.total} scenarios passed; only verified candidates are "

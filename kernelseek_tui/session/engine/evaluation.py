@@ -86,17 +86,6 @@ def summary_attrs(result: EvalResult) -> dict[str, Any]:
     return attrs
 
 
-def is_verified(result: EvalResult) -> bool:
-    """Every scenario ran and passed (what ``history.commit_candidate`` also demands)."""
-    summary = result.summary
-    return (
-        result.verdict == "pass"
-        and summary.total > 0
-        and summary.passed == summary.total
-        and all(s.passed is True for s in result.scenarios)
-    )
-
-
 def finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 

@@ -98,7 +98,7 @@ class JudgingMixin(EngineCore):
     ) -> tuple[ToolOutcome, DecisionMoment | None]:
         """The ``eval`` event of ``call``'s result, the commit it earns, the agent's text."""
         knobs, objective, what = request.knobs, request.objective, request.what
-        verified = evaluation.is_verified(result)
+        verified = result.verified
         speedup = evaluation.finite_or_none(result.summary.geomean_speedup)
         vs_fa3 = evaluation.finite_or_none(result.summary.vs_fa3)
         previous_best = self.state.best_speedup
