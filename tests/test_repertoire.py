@@ -17,7 +17,7 @@ from kernelseek_tui.repertoire import (
     LEVELS,
     REPERTOIRE_ENV,
     TRIGGERS,
-    QuestionStats,
+    PlainQuestionRecord,
     RepertoireError,
     check_repertoire,
     find_repertoire,
@@ -362,9 +362,11 @@ def test_stats_ranks_questions_by_their_record(
 ) -> None:
     store = _fake_store(
         {
-            "limit-true": QuestionStats(asked=10, followed_by_jump=6, median_gain=1.4),
-            "measured-or-assumed": QuestionStats(asked=10, followed_by_jump=1, median_gain=1.1),
-            "typed-by-a-person": QuestionStats(asked=6, followed_by_jump=0),
+            "limit-true": PlainQuestionRecord(asked=10, followed_by_jump=6, median_gain=1.4),
+            "measured-or-assumed": PlainQuestionRecord(
+                asked=10, followed_by_jump=1, median_gain=1.1
+            ),
+            "typed-by-a-person": PlainQuestionRecord(asked=6, followed_by_jump=0),
         }
     )
     monkeypatch.setitem(sys.modules, "kernelseek_tui.trace.store", store)

@@ -11,7 +11,7 @@ import pytest
 
 from kernelseek_tui.cli import main
 from kernelseek_tui.repertoire import load_repertoire
-from kernelseek_tui.repertoire.model import QuestionStats
+from kernelseek_tui.repertoire.model import PlainQuestionRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "repertoire.toml"
@@ -21,8 +21,8 @@ SHIPPED = ROOT / "repertoire.toml"
 def store(monkeypatch: pytest.MonkeyPatch):
     """A trace store whose records make one plateau question clearly the best."""
     module = types.ModuleType("kernelseek_tui.trace.store")
-    best = QuestionStats(asked=40, followed_by_jump=36, median_gain=1.5)
-    poor = QuestionStats(asked=40, followed_by_jump=0, median_gain=1.0)
+    best = PlainQuestionRecord(asked=40, followed_by_jump=36, median_gain=1.5)
+    poor = PlainQuestionRecord(asked=40, followed_by_jump=0, median_gain=1.0)
     plateau = [q.id for q in load_repertoire(SHIPPED) if q.fits("plateau")]
     records = {qid: poor for qid in plateau}
     records[plateau[3]] = best
@@ -31,7 +31,7 @@ def store(monkeypatch: pytest.MonkeyPatch):
         def __init__(self, root: Path) -> None:
             self.root = root
 
-        def question_stats(self) -> dict[str, QuestionStats]:
+        def question_stats(self) -> dict[str, PlainQuestionRecord]:
             return records
 
     module.TraceStore = TraceStore  # type: ignore[attr-defined]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kernelseek_tui.repertoire import (
+    PlainQuestionRecord,
     Question,
-    QuestionStats,
     RepertoireError,
     load_repertoire,
     next_question,
@@ -26,7 +26,7 @@ def _questions(n: int, triggers: tuple[str, ...] = ("plateau",)) -> list[Questio
     return [Question(f"q{i}", f"Question {i}?", "measurement", triggers) for i in range(n)]
 
 
-def _first_counts(questions: list[Question], stats: dict[str, QuestionStats]) -> Counter[str]:
+def _first_counts(questions: list[Question], stats: dict[str, PlainQuestionRecord]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for seed in SEEDS:
         first = next_question(questions, "plateau", stats=stats, rng=seed)
@@ -37,16 +37,16 @@ def _first_counts(questions: list[Question], stats: dict[str, QuestionStats]) ->
 
 def test_a_strong_record_comes_first_most_of_the_time() -> None:
     questions = _questions(6)
-    stats = {q.id: QuestionStats(asked=20, followed_by_jump=1) for q in questions}
-    stats["q3"] = QuestionStats(asked=20, followed_by_jump=9)
+    stats = {q.id: PlainQuestionRecord(asked=20, followed_by_jump=1) for q in questions}
+    stats["q3"] = PlainQuestionRecord(asked=20, followed_by_jump=9)
     counts = _first_counts(questions, stats)
     assert counts["q3"] / len(SEEDS) > 0.9
 
 
 def test_untried_questions_are_explored_more_than_poor_ones_less_than_proven_ones() -> None:
     questions = _questions(7)
-    stats = {f"q{i}": QuestionStats(asked=30, followed_by_jump=1) for i in range(5)}
-    stats["q5"] = QuestionStats(asked=30, followed_by_jump=12)  # proven; q6 never tried
+    stats = {f"q{i}": PlainQuestionRecord(asked=30, followed_by_jump=1) for i in range(5)}
+    stats["q5"] = PlainQuestionRecord(asked=30, followed_by_jump=12)  # proven; q6 never tried
     counts = _first_counts(questions, stats)
     untried = counts["q6"] / len(SEEDS)
     poor = max(counts[f"q{i}"] for i in range(5)) / len(SEEDS)
@@ -65,8 +65,8 @@ def test_with_no_record_at_all_every_question_gets_its_turn() -> None:
 def test_median_gain_tips_the_balance_between_equal_jump_rates() -> None:
     questions = _questions(2)
     stats = {
-        "q0": QuestionStats(asked=20, followed_by_jump=6, median_gain=1.05),
-        "q1": QuestionStats(asked=20, followed_by_jump=6, median_gain=1.60),
+        "q0": PlainQuestionRecord(asked=20, followed_by_jump=6, median_gain=1.05),
+        "q1": PlainQuestionRecord(asked=20, followed_by_jump=6, median_gain=1.60),
     }
     counts = _first_counts(questions, stats)
     assert counts["q1"] > counts["q0"] * 1.5, counts
@@ -100,7 +100,7 @@ def test_recent_questions_are_left_out_of_the_ranking_entirely() -> None:
 def test_questions_for_the_trigger_come_first_even_against_a_better_record() -> None:
     fitting = _questions(3, ("limit_claim",))
     other = [Question("other", "Other?", "process", ("failure_streak",))]
-    stats = {"other": QuestionStats(asked=50, followed_by_jump=45)}
+    stats = {"other": PlainQuestionRecord(asked=50, followed_by_jump=45)}
     for seed in range(200):
         ranked = rank_questions(other + fitting, "limit_claim", stats=stats, rng=seed)
         assert [q.id for q in ranked][-1] == "other"
@@ -109,8 +109,8 @@ def test_questions_for_the_trigger_come_first_even_against_a_better_record() -> 
 def test_manual_offers_any_question_on_its_record() -> None:
     fitting = _questions(3, ("limit_claim",))
     other = [Question("other", "Other?", "process", ("failure_streak",))]
-    stats = {"other": QuestionStats(asked=50, followed_by_jump=45)}
-    stats |= {q.id: QuestionStats(asked=50, followed_by_jump=2) for q in fitting}
+    stats = {"other": PlainQuestionRecord(asked=50, followed_by_jump=45)}
+    stats |= {q.id: PlainQuestionRecord(asked=50, followed_by_jump=2) for q in fitting}
     firsts = Counter(
         rank_questions(other + fitting, "manual", stats=stats, rng=s)[0].id for s in range(200)
     )
@@ -120,7 +120,7 @@ def test_manual_offers_any_question_on_its_record() -> None:
 def test_the_same_seed_gives_the_same_ranking() -> None:
     repertoire = load_repertoire(SHIPPED)
     stats = {
-        q.id: QuestionStats(asked=i % 7, followed_by_jump=i % 3 if i % 7 else 0)
+        q.id: PlainQuestionRecord(asked=i % 7, followed_by_jump=i % 3 if i % 7 else 0)
         for i, q in enumerate(repertoire)
     }
     one = rank_questions(repertoire, "plateau", stats=stats, rng=42, recent_ids=["least-work"])
@@ -136,9 +136,9 @@ def test_the_same_seed_gives_the_same_ranking() -> None:
 def test_records_that_make_no_sense_are_tamed_not_fatal() -> None:
     questions = _questions(3)
     stats = {
-        "q0": QuestionStats(asked=3, followed_by_jump=10),  # more jumps than asks
-        "q1": QuestionStats(asked=-4, followed_by_jump=-1),
-        "q2": QuestionStats(asked=5, followed_by_jump=1, median_gain=float("nan")),
+        "q0": PlainQuestionRecord(asked=3, followed_by_jump=10),  # more jumps than asks
+        "q1": PlainQuestionRecord(asked=-4, followed_by_jump=-1),
+        "q2": PlainQuestionRecord(asked=5, followed_by_jump=1, median_gain=float("nan")),
     }
     assert len(rank_questions(questions, "plateau", stats=stats, rng=0)) == 3
 

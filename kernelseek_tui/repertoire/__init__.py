@@ -1,6 +1,6 @@
 """The question repertoire: ``repertoire.toml`` -> questions, checks, and the ranking.
 
-``model``    Question, Repertoire, QuestionStats, Problem, LEVELS
+``model``    Question, Repertoire, PlainQuestionRecord, Problem, LEVELS
 ``rules``    what a question's text may not contain (numbers, technique names, leading phrasings)
 ``load``     reading and checking a repertoire file, every problem at its line
 ``ranking``  the next question to ask, from the questions' record in past traces
@@ -18,10 +18,10 @@ from kernelseek_tui.repertoire.load import (
 )
 from kernelseek_tui.repertoire.model import (
     LEVELS,
+    PlainQuestionRecord,
     Problem,
     Question,
     QuestionRecord,
-    QuestionStats,
     Repertoire,
     RepertoireError,
 )
@@ -42,10 +42,10 @@ __all__ = [
     "MAX_QUESTION_CHARS",
     "REPERTOIRE_ENV",
     "TRIGGERS",
+    "PlainQuestionRecord",
     "Problem",
     "Question",
     "QuestionRecord",
-    "QuestionStats",
     "Repertoire",
     "RepertoireError",
     "check_repertoire",

@@ -99,8 +99,9 @@ class QuestionRecord(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class QuestionStats:
-    """A plain ``QuestionRecord`` (what ``TraceStore.question_stats()`` maps question ids to)."""
+class PlainQuestionRecord:
+    """A ``QuestionRecord`` as plain values, what ``clean_record`` returns (the store's own
+    record, with the question's id, is ``trace.store.QuestionStats``)."""
 
     asked: int = 0
     followed_by_jump: int = 0

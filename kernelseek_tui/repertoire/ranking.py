@@ -17,7 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from kernelseek_tui.decisions import TRIGGERS
-from kernelseek_tui.repertoire.model import Question, QuestionRecord, QuestionStats, RepertoireError
+from kernelseek_tui.repertoire.model import (
+    PlainQuestionRecord,
+    Question,
+    QuestionRecord,
+    RepertoireError,
+)
 
 DEFAULT_AVOID_LAST: Final = 8
 # In pseudo-observations: weak enough that a handful of asks outweighs it.
@@ -100,15 +105,15 @@ def next_question(
     return ranked[0] if ranked else None
 
 
-def clean_record(record: QuestionRecord | None) -> QuestionStats:
+def clean_record(record: QuestionRecord | None) -> PlainQuestionRecord:
     """A record with counts that make sense (jumps within asks, none negative, finite gain)."""
     if record is None:
-        return QuestionStats()
+        return PlainQuestionRecord()
     asked = max(int(record.asked or 0), 0)
     jumps = min(max(int(record.followed_by_jump or 0), 0), asked)
     gain = record.median_gain
     usable = gain is not None and math.isfinite(gain)
-    return QuestionStats(asked, jumps, float(gain) if usable else None)  # type: ignore[arg-type]
+    return PlainQuestionRecord(asked, jumps, float(gain) if usable else None)  # type: ignore[arg-type]
 
 
 def pooled_jump_rate(records: Iterable[QuestionRecord]) -> float:
