@@ -514,7 +514,8 @@ def _make(config: Any) -> Any:
 def _gpu_of(event: Event) -> str:
     """`` on GPU <index>`` for an eval timed on a known GPU (the worker's own word first)."""
     attrs = event.attrs_dict()
-    device = attrs.get("device") if isinstance(attrs.get("device"), dict) else {}
+    device = attrs.get("device")
+    device = device if isinstance(device, dict) else {}
     index = device.get("index", attrs.get("slot_device"))
     return f"  on GPU {index}" if index is not None else ""
 
