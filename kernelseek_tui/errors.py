@@ -9,10 +9,6 @@ class KernelseekError(Exception):
     exit_code = 2
 
 
-class NotBuiltError(KernelseekError):
-    """A subcommand the design names that has not been built yet."""
-
-
 def innermost_cause(error: BaseException) -> BaseException:
     """The exception at the bottom of ``error``'s chain (``raise ... from`` or raised while
     handling another): a DNS failure under a connection error under an API error."""

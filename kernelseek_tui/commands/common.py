@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernelseek_tui.errors import KernelseekError, NotBuiltError
+from kernelseek_tui.errors import KernelseekError
 
 
 def add_traces_argument(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +40,3 @@ def read_traces_root(explicit: str | None) -> Path:
             "recorded ones with `kernelseek demo`"
         )
     return root
-
-
-def not_built(command: str, what: str) -> NotBuiltError:
-    return NotBuiltError(f"'{command}' is not built yet: it arrives with {what}")

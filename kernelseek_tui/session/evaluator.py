@@ -12,7 +12,7 @@ import hashlib
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.result import EvalResult
@@ -93,8 +93,3 @@ def candidate_sha(source: bytes, knobs: dict[str, int] | None) -> str:
         return blob
     items = ",".join(f"{k}={v}" for k, v in sorted(knobs.items()))
     return hashlib.sha1(f"{blob}\n{items}".encode()).hexdigest()
-
-
-def options_dict(**options: Any) -> dict[str, Any]:
-    """Evaluator options without the unset ones."""
-    return {k: v for k, v in options.items() if v is not None}

@@ -24,7 +24,6 @@ class SessionState:
 
     tool_calls: int = 0  # tool calls executed (skipped ones do not count)
     cost_usd: float = 0.0
-    unpriced_calls: int = 0  # model calls whose cost is unknown
     model_calls: int = 0
     evals: int = 0
     commits: int = 0
@@ -35,7 +34,6 @@ class SessionState:
     inbox_offset: int = 0
     turn: int = 0
     active_s: float = 0.0  # engine time of the runs before this one
-    paused: bool = False
     _run_start: int | None = None
     _last_ts: int | None = None
 
@@ -64,9 +62,7 @@ class SessionState:
             self.tool_calls += 1
         elif kind == "message" and event.role == "assistant" and event.model is not None:
             self.model_calls += 1
-            if event.cost_usd is None:
-                self.unpriced_calls += 1
-            else:
+            if event.cost_usd is not None:
                 self.cost_usd += event.cost_usd
         elif kind == "eval":
             self.evals += 1
@@ -79,8 +75,6 @@ class SessionState:
             self.last_question = event.question_text
             if event.question_id:
                 self.question_ids.append(event.question_id)
-        elif kind == "control" and attrs.get("action") in ("pause", "unpause", "end"):
-            self.paused = attrs.get("action") == "pause"
 
     def close_run(self) -> None:
         """Add the run being read to ``active_s`` (its first to its last event)."""
