@@ -20,7 +20,7 @@ from kernelseek_tui.tui.app import KernelseekApp
 from kernelseek_tui.tui.screens.query import QueryScreen
 from tests.test_session_support import ROOT
 from tests.test_tui_query import Base
-from tests.tui_support import SCRIPTED, unpacked_demo
+from tests.tui_support import SCRIPTED, settle, unpacked_demo
 
 # Some 10^15 rows to sum: it runs for hours unless something stops it.
 RUNAWAY = "SELECT sum(a.seq * b.seq) FROM events a, events b, events c, events d"
@@ -118,8 +118,7 @@ async def test_the_query_screen_stops_a_query_at_its_timeout(traces: Path) -> No
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = await _run_runaway(app, pilot)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         status = str(screen.query_one("#query-status", Static).render())
         assert status == "error: stopped: it ran longer than 1 s"
 

@@ -14,7 +14,7 @@ from kernelseek_tui.tui.widgets.header import SessionHeader
 from kernelseek_tui.tui.widgets.history import HistoryPane
 from kernelseek_tui.tui.widgets.question_bar import QuestionBar
 from kernelseek_tui.tui.widgets.transcript import TranscriptView
-from tests.tui_support import SCRIPTED, unpacked_demo
+from tests.tui_support import SCRIPTED, settle, unpacked_demo
 
 pytestmark = pytest.mark.anyio
 
@@ -29,15 +29,6 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return unpacked_demo(tmp_path_factory.mktemp("app-demo"))
 
 
-async def settle(app: KernelseekApp, pilot: object) -> None:
-    for _ in range(3):
-        await pilot.pause()  # type: ignore[attr-defined]
-        await app.workers.wait_for_complete()
-    await pilot.pause(0.15)  # type: ignore[attr-defined]
-    await app.workers.wait_for_complete()
-    await pilot.pause()  # type: ignore[attr-defined]
-
-
 def header_text(app: KernelseekApp) -> str:
     return str(app.query_one(SessionHeader).render())
 
@@ -45,7 +36,7 @@ def header_text(app: KernelseekApp) -> str:
 async def test_three_panes_side_by_side_when_wide(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         for name in ("transcript", "history", "benchmark"):
             assert app.query_one(f"#pane-{name}").display
         text = header_text(app)
@@ -70,7 +61,7 @@ async def test_three_panes_side_by_side_when_wide(demo: Path) -> None:
 async def test_narrow_terminal_shows_one_pane_and_function_keys_switch(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         shown = [n for n in ("transcript", "history", "benchmark") if _visible(app, n)]
         assert shown == ["transcript"]
         await pilot.press("f3")
@@ -97,11 +88,11 @@ async def test_a_candidate_picked_in_history_moves_the_transcript_to_its_eval(
 ) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         await pilot.press("f3")
         await pilot.press("G")  # the oldest row: the start commit
         await pilot.press("k")  # candidate 1
-        await settle(app, pilot)
+        await settle(pilot)
         history = app.query_one(HistoryPane)
         row = history.selected
         assert row is not None and row.eval_seq is not None
@@ -120,12 +111,12 @@ async def test_an_eval_picked_in_the_transcript_selects_its_candidate_and_table(
 ) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         view = app.query_one(TranscriptView)
         view.focus()
         await pilot.press("g")
         await pilot.press("right_square_bracket")  # the first eval
-        await settle(app, pilot)
+        await settle(pilot)
         first_eval = view.selected_seq
         assert first_eval is not None
         history = app.query_one(HistoryPane)
@@ -135,12 +126,12 @@ async def test_an_eval_picked_in_the_transcript_selects_its_candidate_and_table(
         assert history.selected.candidate is None
         # The next one is candidate 1's own.
         await pilot.press("right_square_bracket")
-        await settle(app, pilot)
+        await settle(pilot)
         assert history.selected.eval_seq == view.selected_seq and history.selected.n == 1
         # A failing eval (not committed) still shows its table, failures first-class.
         for _ in range(10):
             await pilot.press("right_square_bracket")
-            await settle(app, pilot)
+            await settle(pilot)
             line = view.index.line(view.selected_row)  # type: ignore[union-attr, arg-type]
             if "FAIL" in line.summary:
                 break
@@ -154,7 +145,7 @@ async def test_an_eval_picked_in_the_transcript_selects_its_candidate_and_table(
 async def test_help_lists_every_binding_with_its_id(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         await pilot.press("question_mark")
         await pilot.pause()
         screen = app.screen
@@ -192,7 +183,7 @@ async def test_a_keymap_file_rebinds_by_id(
 ) -> None:
     app = with_keymap(demo, tmp_path, monkeypatch, '"app.pane_history" = "ctrl+y"\n')
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         await pilot.press("f3")
         assert _visible(app, "transcript")  # f3 no longer switches
         await pilot.press("ctrl+y")
@@ -205,7 +196,7 @@ async def test_a_keymap_naming_no_binding_says_so(
     text = '"app.pane_histroy" = "ctrl+y"\n"app.pane_benchmark" = "ctrl+b"\n'
     app = with_keymap(demo, tmp_path, monkeypatch, text)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         messages = [n.message for n in app._notifications]
         assert any("'app.pane_histroy'" in m and "ignored" in m for m in messages)
         await pilot.press("ctrl+b")  # the good entry still applies
@@ -217,9 +208,9 @@ async def test_the_query_screen_opens_over_every_session(demo: Path) -> None:
 
     app = KernelseekApp(demo / SCRIPTED, traces_root=demo)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         await pilot.press("f5")  # opens and runs question-jumps at once
-        await settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, QueryScreen)
         assert screen.results.row_count > 0 and screen.last_error is None
@@ -229,7 +220,7 @@ async def test_the_query_screen_opens_over_every_session(demo: Path) -> None:
         await pilot.pause()
         assert type(app.screen).__name__ != "QueryScreen"
         await pilot.press("colon")  # opens to type: nothing runs
-        await settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, QueryScreen) and screen.results.row_count == 0
 
@@ -241,7 +232,7 @@ def footer_text(app: KernelseekApp) -> str:
 async def test_a_finished_session_offers_no_steering_keys(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(200, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         footer = footer_text(app)
         assert "Query" in footer and "Ask" not in footer and "Pause" not in footer
         for key in ("a", "p", "ctrl+x"):
@@ -261,7 +252,7 @@ async def test_the_measured_session_opens_with_its_gpu_figures(demo: Path) -> No
     name = next(n for n in recorded_sessions() if n.startswith("gpu-tuner-"))
     app = KernelseekApp(demo / name)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         assert "measured" in header_text(app)
         bench = app.query_one(BenchmarkPane)
         assert bench.table.row_count == 12
@@ -278,9 +269,9 @@ async def test_the_measured_session_opens_with_its_gpu_figures(demo: Path) -> No
 async def test_function_keys_leave_the_query_screen_for_a_pane(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED, traces_root=demo)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         await pilot.press("f5")
-        await settle(app, pilot)
+        await settle(pilot)
         assert type(app.screen).__name__ == "QueryScreen"
         await pilot.press("f3")
         await pilot.pause()
@@ -291,7 +282,7 @@ async def test_function_keys_leave_the_query_screen_for_a_pane(demo: Path) -> No
 async def test_the_palette_offers_every_action_and_runs_one(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         titles = {c.help.split()[0] for c in app.get_system_commands(app.screen)}
         for wanted in ("app.query", "app.sql", "transcript.filter", "history.bisect"):
             assert wanted in titles
@@ -300,14 +291,14 @@ async def test_the_palette_offers_every_action_and_runs_one(demo: Path) -> None:
         await pilot.press(*"transcript: Filter")
         await pilot.pause(0.3)
         await pilot.press("enter")
-        await settle(app, pilot)
+        await settle(pilot)
         assert app.query_one(TranscriptView).filter_name == "questions"
 
 
 async def test_shift_tab_goes_back_a_pane_and_q_quits(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         await pilot.press("shift+tab")
         assert _visible(app, "benchmark")
         await pilot.press("shift+tab")
@@ -320,7 +311,7 @@ async def test_shift_tab_goes_back_a_pane_and_q_quits(demo: Path) -> None:
 async def test_a_large_terminal_keeps_the_panes_side_by_side(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(200, 50)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         regions = [
             app.query_one(f"#pane-{n}").region for n in ("transcript", "history", "benchmark")
         ]
@@ -333,7 +324,7 @@ async def test_a_large_terminal_keeps_the_panes_side_by_side(demo: Path) -> None
 async def test_z_zooms_the_focused_pane_and_back(demo: Path) -> None:
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         await pilot.press("f4")
         await pilot.press("z")
         await pilot.pause()
@@ -350,11 +341,11 @@ async def test_the_detail_of_an_eval_has_its_scenario_table(demo: Path) -> None:
 
     app = KernelseekApp(demo / SCRIPTED)
     async with app.run_test(size=(160, 45)) as pilot:
-        await settle(app, pilot)
+        await settle(pilot)
         view = app.query_one(TranscriptView)
         assert view.index is not None and view.index.kind_at(view.selected_row or 0) == "eval"
         await pilot.press("enter")
-        await settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, EventDetailScreen)
         assert screen.title_text.startswith(f"eval · seq {view.selected_seq} · ")

@@ -31,6 +31,7 @@ from tests.test_session_support import (
     make_task_repo,
     session_config,
 )
+from tests.tui_support import settle
 
 SPEEDS = [1.1, 1.2, 1.25, 1.19, 1.3, 1.4, 1.5]
 # Pilot tests are coroutines; anyio's pytest plugin (installed with anyio) runs them.
@@ -188,8 +189,7 @@ async def test_the_table_shows_the_candidates_newest_first_under_the_sparkline(
 ) -> None:
     app = HistoryApp(session)
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         rows = table_of(app)
         assert len(rows) == len(session.candidates) + 1
         for row, candidate in zip(rows, session.candidates, strict=False):
@@ -225,8 +225,7 @@ async def test_moving_posts_candidate_selected_and_selecting_from_the_app_is_qui
     app = HistoryApp(session)
     newest, second = session.candidates[0], session.candidates[1]
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         pane = app.query_one(HistoryPane)
         assert pane.selected_sha == newest.sha and app.selected == []
         await pilot.press("j")
@@ -263,14 +262,12 @@ async def test_enter_opens_the_diff_of_a_commit_against_its_parent(
     app = HistoryApp(session)
     newest = session.candidates[0]
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         await pilot.press("enter")
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, DiffScreen)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         expected = session.history.diff(session.candidates[1].sha, newest.sha)
         assert screen.diff_text == expected
         assert "+// step 7" in expected
@@ -297,8 +294,7 @@ async def test_mark_two_and_diff_them_older_to_newer(session: RealSession) -> No
     app = HistoryApp(session)
     newest, oldest = session.candidates[0], session.candidates[-1]
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         pane = app.query_one(HistoryPane)
         await pilot.press("d")  # nothing marked yet: it says what to do
         assert "mark two commits first" in status_of(app)
@@ -312,8 +308,7 @@ async def test_mark_two_and_diff_them_older_to_newer(session: RealSession) -> No
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, DiffScreen)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         assert screen.diff_text == session.history.diff(oldest.sha, newest.sha)
         assert screen.diff_text is not None and "+// step 2" in screen.diff_text
         await pilot.press("escape")
@@ -331,8 +326,7 @@ async def test_mark_two_and_diff_them_older_to_newer(session: RealSession) -> No
 async def test_bisect_without_an_evaluator_says_so(session: RealSession) -> None:
     app = HistoryApp(session)
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         await pilot.press("b")
         assert "mark two commits" in status_of(app)
         await pilot.press("space", "G", "space", "b")
@@ -355,8 +349,7 @@ async def test_bisect_between_the_marks_finds_the_first_bad_and_shows_progress(
     app = HistoryApp(session, predicate_factory=lambda: is_good)
     first_bad = next(c for c in session.candidates if c.n == REGRESSION_STEP)
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         pane = app.query_one(HistoryPane)
         await pilot.press("space", "G", "space", "b")  # newest bad, the start commit good
         for _ in range(100):
@@ -368,8 +361,7 @@ async def test_bisect_between_the_marks_finds_the_first_bad_and_shows_progress(
         await pilot.press("b")
         assert status_of(app) == "a bisect is already running"
         gate.set()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         outcome = pane.last_bisect
         assert outcome is not None and outcome.first_bad == first_bad
         assert status_of(app).startswith(
@@ -432,8 +424,7 @@ async def test_a_narrow_pane_shows_each_number_whole_or_not_at_all(
     # pane draws must be a whole value of its row, or end in an ellipsis.
     app = HistoryApp(session)
     async with app.run_test(size=(width, 30)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         table = app.query_one(CandidateTable)
         timeline = Timeline.from_events(session.table)
         for position, candidate in enumerate(session.candidates):

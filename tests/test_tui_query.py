@@ -15,6 +15,7 @@ from kernelseek_tui.trace.store import CANNED, TraceStore
 from kernelseek_tui.tui.screens.query import CANNED_ORDER, QueryScreen, inline_params
 from kernelseek_tui.tui.widgets.arrow_table import NULL, ArrowTable
 from tests.perf import TIMED
+from tests.tui_support import settle
 
 
 @pytest.fixture
@@ -53,11 +54,6 @@ class Base(App[None]):
         self.push_screen(QueryScreen(self.traces, **self.kwargs))  # type: ignore[arg-type]
 
 
-async def _settle(app: App[None], pilot: object) -> None:
-    await app.workers.wait_for_complete()
-    await pilot.pause()  # type: ignore[attr-defined]
-
-
 # -- the query screen ------------------------------------------------------------------------
 
 
@@ -73,7 +69,7 @@ async def test_canned_queries_are_listed_and_f5_runs_question_jumps(traces: Path
         for key, name in zip(("F5", "F6", "F7", "F8", "F9"), CANNED_ORDER, strict=False):
             assert f"{key}  {name}" in text
         await pilot.press("f5")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         screen = app.screen
         assert isinstance(screen, QueryScreen)
         assert screen.results.row_count == expected.num_rows
@@ -86,7 +82,7 @@ async def test_canned_queries_are_listed_and_f5_runs_question_jumps(traces: Path
         sql = screen.query_one("#query-sql", Input).value
         assert "question_jumps_at(0." in sql and "$" not in sql
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert screen.results.row_count == expected.num_rows
         assert _status(app).startswith("SELECT")
 
@@ -102,14 +98,14 @@ async def test_typed_sql_runs_and_bad_sql_shows_one_line_of_error(traces: Path) 
             "#query-sql", Input
         ).value = "SELECT session_id, count(*) AS n FROM events GROUP BY 1 ORDER BY 1"
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert screen.results.table.to_pylist()[0]["session_id"] == "synth-000"
         assert screen.results.row_count == 2
         assert "synth-001" in _visible_text(app)
 
         screen.query_one("#query-sql", Input).value = "SELECT nope FROM nowhere_at_all"
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         status = _status(app)
         assert status.startswith("error: ") and "nowhere_at_all" in status
         assert "\n" not in status
@@ -138,7 +134,7 @@ async def test_a_missing_traces_root_is_an_error_line_not_a_crash(tmp_path: Path
     app = Base(tmp_path / "no-such-dir")
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("f5")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert "does not exist" in _status(app)
 
 
@@ -150,7 +146,7 @@ async def test_a_result_past_max_rows_is_cut_and_says_so(traces: Path) -> None:
         screen = app.screen
         assert isinstance(screen, QueryScreen)
         screen.run_sql("SELECT range AS n FROM range(5000)")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert screen.results.row_count == 1_000
         assert "cut at 1,000" in _status(app)
         assert "there are more" in _visible_text(app)
@@ -170,7 +166,7 @@ async def test_100k_row_result_opens_and_moves_in_well_under_a_second(
         screen.run_sql(
             "SELECT range AS n, range * 0.5 AS half, 'row ' || range AS label FROM range(100000)"
         )
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert not timed or time.perf_counter() - started < 2.0  # DuckDB, Arrow, first paint
         table = screen.results
         assert table.row_count == 100_000
@@ -196,19 +192,19 @@ async def test_ctrl_r_reloads_the_traces_to_see_a_new_session(tmp_path: Path) ->
         screen = app.screen
         assert isinstance(screen, QueryScreen)
         screen.run_sql("SELECT session_id FROM sessions ORDER BY 1")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert screen.results.table.column("session_id").to_pylist() == ["synth-000"]
         generate_sessions_fast(
             tmp_path, count=1, tool_calls=50, evals=5, questions=2, prefix="more"
         )
         screen.run_sql("SELECT session_id FROM sessions ORDER BY 1")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert screen.results.row_count == 1  # the views were built before it existed
         await pilot.press("ctrl+r")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert "traces reloaded" in _status(app)
         screen.run_sql("SELECT session_id FROM sessions ORDER BY 1")
-        await _settle(app, pilot)
+        await settle(pilot, rounds=1, grace_s=0)
         assert screen.results.table.column("session_id").to_pylist() == ["more-000", "synth-000"]
 
 

@@ -18,6 +18,7 @@ from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session.inbox import InboxReader
 from kernelseek_tui.tui.messages import QuestionSubmitted
 from kernelseek_tui.tui.widgets.question_bar import QuestionBar
+from tests.tui_support import settle
 
 
 def run_async(test: Callable[[], Coroutine[None, None, None]]) -> Callable[[], None]:
@@ -178,8 +179,7 @@ async def test_opened_manually_the_suggestions_arrive_from_a_worker() -> None:
         assert bar.is_open and "Ask the agent a question" in _text(app, "#question-title")
         assert bar.suggestions == []  # the app did not wait for the ranking
         release.set()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot, rounds=1, grace_s=0)
         assert "1  " + SUGGESTIONS[0]["text"] in _text(app, "#question-suggestions")
         await pilot.press("1")
         await pilot.pause()

@@ -16,7 +16,7 @@ import pytest
 
 from kernelseek_tui.tui.app import KernelseekApp
 from kernelseek_tui.tui.widgets.question_bar import QuestionBar
-from tests.tui_support import SCRIPTED, unpacked_demo
+from tests.tui_support import SCRIPTED, settle, unpacked_demo
 
 
 @pytest.fixture(scope="module")
@@ -26,16 +26,6 @@ def demo() -> Path:
     place = Path(tempfile.gettempdir()) / "kernelseek-snapshot-demo"
     shutil.rmtree(place, ignore_errors=True)
     return unpacked_demo(place)
-
-
-async def settle(pilot: Any) -> None:
-    app = pilot.app
-    for _ in range(3):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-    await pilot.pause(0.2)
-    await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def test_main_screen_80x24(demo: Path, snap_compare: Any) -> None:
