@@ -30,10 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(REPO))
 
-from benchmarks.synthetic import generate_sessions_fast, session_table  # noqa: E402
 from kernelseek_tui.trace.reader import read_session  # noqa: E402
 from kernelseek_tui.trace.store import TraceStore  # noqa: E402
 from kernelseek_tui.trace.writer import TraceWriter  # noqa: E402
+from tests.synthetic import generate_sessions_fast, session_table  # noqa: E402
 
 TARGETS = {
     "append_events_per_s": (">=", 50_000),

@@ -3,7 +3,7 @@
     /work/venv/bin/python benchmarks/tui_bench.py [--size 160x45] [--repeats 30] [--json]
 
 On a synthetic session of 11,500 tool calls (about 29,400 events, ~400 evals, ~160 questions;
-benchmarks/synthetic.py), driven headless through Textual's Pilot, it measures:
+tests/synthetic.py), driven headless through Textual's Pilot, it measures:
   - open: from starting the app to the first screen with the session loaded and drawn;
   - move: one cursor move in the transcript (`j`), key to screen refreshed;
   - jump: to the next eval (`]`), which also moves the history and loads a benchmark table;
@@ -32,10 +32,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.synthetic import generate_sessions_fast  # noqa: E402
 from kernelseek_tui.tui.app import KernelseekApp  # noqa: E402
 from kernelseek_tui.tui.widgets.benchmark import BenchmarkPane  # noqa: E402
 from kernelseek_tui.tui.widgets.transcript import TranscriptView  # noqa: E402
+from tests.synthetic import generate_sessions_fast  # noqa: E402
 
 TARGETS = {"open_s": 1.0, "move_frame_ms": 50.0, "jump_frame_ms": 50.0}
 

@@ -133,7 +133,7 @@ def test_a_trace_without_its_repository_still_loads(demo_root: Path, tmp_path: P
 
 
 def test_a_synthetic_trace_without_a_repository_loads(tmp_path: Path) -> None:
-    from benchmarks.synthetic import generate_sessions_fast
+    from tests.synthetic import generate_sessions_fast
 
     (session_dir,) = generate_sessions_fast(tmp_path, count=1, tool_calls=50, evals=5, questions=2)
     data = load_session(session_dir)

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Static
 
-from benchmarks.synthetic import generate_sessions_fast
 from kernelseek_tui.trace.store import QueryError, TraceStore
 from kernelseek_tui.trace.tabular import Head, format_table
 from kernelseek_tui.tui.app import KernelseekApp
 from kernelseek_tui.tui.screens.query import QueryScreen
+from tests.synthetic import generate_sessions_fast
 from tests.test_session_support import ROOT
 from tests.test_tui_query import Base
 from tests.tui_support import SCRIPTED, settle, unpacked_demo

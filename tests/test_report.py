@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.synthetic import generate_session
 from kernelseek_tui.report import session_series, write_report
 from kernelseek_tui.trace.reader import read_session
+from tests.synthetic import generate_session
 
 
 def test_report_plots_best_speedup_and_lists_questions(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from benchmarks.synthetic import generate_session, generate_sessions_fast, session_table
 from kernelseek_tui.trace.reader import read_session
 from kernelseek_tui.trace.store import TraceStore
+from tests.synthetic import generate_session, generate_sessions_fast, session_table
 
 SMALL = {"tool_calls": 120, "evals": 20, "questions": 8}
 

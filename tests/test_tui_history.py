@@ -123,7 +123,7 @@ def test_sparkline_and_markers(session: RealSession) -> None:
 
 
 def test_timeline_of_a_big_synthetic_session_is_quick(tmp_path: Path) -> None:
-    from benchmarks.synthetic import generate_sessions_fast
+    from tests.synthetic import generate_sessions_fast
 
     (session_dir,) = generate_sessions_fast(tmp_path, count=1)
     table = read_session(session_dir)

@@ -10,11 +10,11 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Input, Static
 
-from benchmarks.synthetic import generate_sessions_fast
 from kernelseek_tui.trace.store import CANNED, TraceStore
 from kernelseek_tui.tui.screens.query import CANNED_ORDER, QueryScreen, inline_params
 from kernelseek_tui.tui.widgets.arrow_table import NULL, ArrowTable
 from tests.perf import TIMED
+from tests.synthetic import generate_sessions_fast
 from tests.tui_support import settle
 
 

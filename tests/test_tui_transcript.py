@@ -16,12 +16,12 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from benchmarks.synthetic import session_table
 from kernelseek_tui.browse.transcript import TranscriptIndex
 from kernelseek_tui.trace.schema import Event, events_to_table, to_json_text
 from kernelseek_tui.tui.messages import EventSelected
 from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
 from kernelseek_tui.tui.widgets.transcript import TranscriptView
+from tests.synthetic import session_table
 
 # -- fixtures -----------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Synthetic sessions shaped like a long agent run, for benchmarks and for tests of other parts.
+"""Synthetic sessions shaped like a long agent run, for tests of other parts and the benchmarks.
 
 A session has ``tool_calls`` tool calls, each followed by its result, with assistant messages
 and thinking between them (one message per three tool calls, one thinking block per six),
@@ -6,7 +6,7 @@ and thinking between them (one message per three tool calls, one thinking block 
 a question), ``questions`` questions (repertoire, human or agent), and a commit after every
 passing eval that sets a new best. The defaults give about 29,500 events.
 
-    from benchmarks.synthetic import generate_session, generate_sessions_fast
+    from tests.synthetic import generate_session, generate_sessions_fast
     generate_session(root, "s1")                  # through TraceWriter: WAL, segments, compaction
     generate_sessions_fast(root, count=100)       # events.parquet written directly, vectorised
 
