@@ -4,7 +4,9 @@ new module is covered the day it is added."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +151,53 @@ def test_the_import_contracts_of_pyproject_hold() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "5 kept, 0 broken" in result.stdout
+
+
+# The distinctive names of a session directory's files; the generic ones (blobs, segments,
+# evals, attached) are also words of the trace, so a literal of them proves nothing.
+SESSION_FILE_NAMES = (
+    "session.json",
+    "wal.jsonl",
+    "events.parquet",
+    "inbox.jsonl",
+    "engine.log",
+    "launch.json",
+    "writer.lock",
+)
+
+
+def _session_file_literals(source: str) -> list[tuple[int, str]]:
+    """String literals (not docstrings) that name a session file: the name itself, a path or a
+    glob ending in it. Messages that mention a file in passing do not count."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    ending = re.compile(r"(^|[/*])(" + "|".join(map(re.escape, SESSION_FILE_NAMES)) + r")$")
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and ending.search(node.value)
+    ]
+
+
+def test_the_literal_finder_sees_a_session_file_name() -> None:
+    source = 'x = root.glob("*/session.json")\nlog = d / "engine.log"\nsay(f"no {d}/wal.jsonl?")\n'
+    assert _session_file_literals(source) == [(1, "*/session.json"), (2, "engine.log")]
+
+
+def test_only_paths_names_the_session_files() -> None:
+    # Every module reaches a session directory's files through paths.SessionPaths.
+    found = {
+        str(path.relative_to(PACKAGE_DIR)): hits
+        for path in sorted(PACKAGE_DIR.rglob("*.py"))
+        if path != PACKAGE_DIR / "paths.py"
+        for hits in [_session_file_literals(path.read_text())]
+        if hits
+    }
+    assert found == {}

@@ -111,7 +111,7 @@ def find_running_session(traces: str | None, ref: str | None) -> Path:
 
 def run_start(args: argparse.Namespace) -> int:
     from kernelseek_tui.external.host import new_session_id
-    from kernelseek_tui.paths import traces_root
+    from kernelseek_tui.paths import SessionPaths, traces_root
     from kernelseek_tui.session.meta import is_live, read_meta
     from kernelseek_tui.task import load_task
 
@@ -137,7 +137,7 @@ def run_start(args: argparse.Namespace) -> int:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    log = session_dir / "engine.log"
+    log = SessionPaths(session_dir).engine_log
     with log.open("ab") as out:
         child = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,

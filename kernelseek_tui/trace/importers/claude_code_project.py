@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.trace.importers import ImportResult, session_event_ids
 from kernelseek_tui.trace.importers.claude_code import (
     Transcript,
@@ -76,12 +77,13 @@ def _held_by_sessions(traces: Path, project: Path) -> defaultdict[str, set[str]]
     held: defaultdict[str, set[str]] = defaultdict(set)
     if not traces.is_dir():
         return held
-    for meta_path in traces.glob("*/session.json"):
+    for child in traces.iterdir():
+        paths = SessionPaths(child)
         try:
-            meta = json.loads(meta_path.read_text())
+            meta = json.loads(paths.meta.read_text())
         except (OSError, ValueError):
-            continue  # not ours to judge here: `ls` reports unreadable sessions
+            continue  # no session, or not ours to judge here: `ls` reports unreadable ones
         source = meta.get("imported_from") if isinstance(meta, dict) else None
         if isinstance(source, str) and Path(source).parent == project:
-            held[meta_path.parent.name] |= session_event_ids(meta_path.parent)
+            held[paths.session_id] |= session_event_ids(paths.dir)
     return held
