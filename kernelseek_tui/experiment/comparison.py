@@ -49,8 +49,13 @@ def resolve_targets(root: Path, refs: list[str]) -> list[Target]:
                     targets.append(Target(experiment_dir / planned.session_id, planned.arm))
             continue
         session_dir = find_session(root, ref)
-        meta = read_meta(session_dir)
-        targets.append(Target(session_dir, str(meta.config.get("questions_mode", "repertoire"))))
+        # A session of an experiment, named on its own, is still in its experiment's arm.
+        arm = None
+        if is_experiment_dir(session_dir.parent):
+            arm = read_record(session_dir.parent).arm_of().get(session_dir.name)
+        if arm is None:
+            arm = str(read_meta(session_dir).config.get("questions_mode", "repertoire"))
+        targets.append(Target(session_dir, arm))
     if not targets:
         raise KernelseekError("nothing to compare: the experiments named have no sessions yet")
     return targets

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.paths import SessionPaths
+from kernelseek_tui.paths import EXPERIMENT_FILE, SessionPaths
 
 RUNNING: Final = "running"
 PAUSED: Final = "paused"
@@ -198,17 +198,42 @@ def list_sessions(root: Path) -> list[SessionListing]:
 
 
 def find_session(root: Path, ref: str) -> Path:
-    """The session directory ``ref`` names: a path to one, an id under ``root``, or a unique
-    prefix of an id. Raises KernelseekError naming the choices when it is ambiguous."""
+    """The session directory ``ref`` names: a path to one, an id under ``root`` or inside one
+    of its experiments (``<root>/<experiment>/<id>``), or a unique prefix of such an id.
+    Raises KernelseekError naming the choices when it is ambiguous."""
     as_path = Path(ref).expanduser()
     if SessionPaths(as_path).meta.is_file():
         return as_path.resolve()
     if SessionPaths(root / ref).meta.is_file():
         return (root / ref).resolve()
-    matches = [s for s in list_sessions(root) if s.meta.session_id.startswith(ref)]
+    # An experiment's sessions lie one level down; a user knows them by id, as `ls` shows them.
+    exact = [d / ref for d in experiment_dirs(root) if SessionPaths(d / ref).meta.is_file()]
+    if len(exact) == 1:
+        return exact[0].resolve()
+    if exact:
+        raise KernelseekError(
+            f"{ref!r} is a session of {len(exact)} experiments "
+            f"({', '.join(d.parent.name for d in exact)}): give its directory or --traces"
+        )
+    matches = [s for s in sessions_within(root) if s.meta.session_id.startswith(ref)]
     if len(matches) == 1:
         return matches[0].dir.resolve()
     if not matches:
         raise KernelseekError(f"no session {ref!r} under {root} (see `kernelseek ls`)")
     names = ", ".join(s.meta.session_id for s in matches[:8])
     raise KernelseekError(f"{ref!r} matches {len(matches)} sessions ({names}): give more of the id")
+
+
+def experiment_dirs(root: Path) -> list[Path]:
+    """The experiment directories directly under ``root`` (those holding experiment.json)."""
+    if not root.is_dir():
+        return []
+    return sorted(child for child in root.iterdir() if (child / EXPERIMENT_FILE).is_file())
+
+
+def sessions_within(root: Path) -> list[SessionListing]:
+    """The sessions under ``root`` and those of its experiments, one level down."""
+    found = list_sessions(root)
+    for experiment_dir in experiment_dirs(root):
+        found.extend(list_sessions(experiment_dir))
+    return found
