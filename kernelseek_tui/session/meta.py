@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.paths import EXPERIMENT_FILE, SessionPaths
+from kernelseek_tui.paths import SessionPaths
+from kernelseek_tui.trace.experiments import experiment_dirs
 
 RUNNING: Final = "running"
 PAUSED: Final = "paused"
@@ -222,13 +223,6 @@ def find_session(root: Path, ref: str) -> Path:
         raise KernelseekError(f"no session {ref!r} under {root} (see `kernelseek ls`)")
     names = ", ".join(s.meta.session_id for s in matches[:8])
     raise KernelseekError(f"{ref!r} matches {len(matches)} sessions ({names}): give more of the id")
-
-
-def experiment_dirs(root: Path) -> list[Path]:
-    """The experiment directories directly under ``root`` (those holding experiment.json)."""
-    if not root.is_dir():
-        return []
-    return sorted(child for child in root.iterdir() if (child / EXPERIMENT_FILE).is_file())
 
 
 def sessions_within(root: Path) -> list[SessionListing]:

@@ -4,8 +4,10 @@ Views: ``events`` (every event of every session: finished Parquet plus, for runn
 the WAL events not yet in Parquet), ``evals``, ``questions``, ``commits``, ``tool_calls``,
 ``jumps``, ``question_jumps``, ``question_effect`` (the derived ones at their default
 parameters; the table macros ``jumps_at(threshold)``, ``question_jumps_at(threshold)`` and
-``question_effect_at(threshold, k)`` take others), and ``sessions`` (one row per session
-directory). See ``queries`` for the definitions.
+``question_effect_at(threshold, k)`` take others), ``sessions`` (one row per session
+directory) and ``experiments`` (one row per session an experiment plans). See ``queries`` and
+``experiments`` for the definitions. An experiment's sessions, one level down under
+``<root>/<experiment>/``, are in every view as the root's own are.
 
 Parquet files are validated by reading their footers before they join the view; a bad one is
 skipped with a warning (kept in ``TraceStore.warnings``) and never breaks a query of the others.
@@ -31,6 +33,7 @@ import pyarrow.compute as pc
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.paths import SessionPaths
+from kernelseek_tui.trace.experiments import EXPERIMENTS_VIEW, experiment_sessions, session_dirs
 from kernelseek_tui.trace.layout import SessionScan, conform, scan_session
 from kernelseek_tui.trace.queries import CANNED, DEFAULT_K, DEFAULT_THRESHOLD, DERIVED_VIEWS
 from kernelseek_tui.trace.reader import PartVanished, read_scanned
@@ -194,6 +197,7 @@ class TraceStore:
         self.warnings = []
         with _collect_warnings(self.warnings):
             files, tails, sessions = self._gather()
+            planned = experiment_sessions(self.root)
         con = duckdb.connect(":memory:")
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET enable_progress_bar = false")
@@ -203,6 +207,7 @@ class TraceStore:
         tail = conform(pa.concat_tables(tails, promote_options="permissive")) if tails else None
         con.register("_wal_events", tail if tail is not None else EVENT_SCHEMA.empty_table())
         con.register("_session_dirs", sessions)
+        con.register("_experiment_sessions", planned)
         if files:
             listed = ", ".join(_sql_string(str(path.absolute())) for path in files)
             con.execute(
@@ -231,6 +236,7 @@ class TraceStore:
             GROUP BY ALL
             """
         )
+        con.execute(EXPERIMENTS_VIEW)
         _lock_down(con, self.root)
         return con
 
@@ -238,7 +244,7 @@ class TraceStore:
         files: list[Path] = []
         tails: list[pa.Table] = []
         rows: list[dict[str, Any]] = []
-        for session_dir in sorted(p for p in self.root.iterdir() if p.is_dir()):
+        for session_dir in session_dirs(self.root):
             gathered = self._gather_session(session_dir)
             if gathered is None:
                 continue
