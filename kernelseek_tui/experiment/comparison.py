@@ -58,7 +58,11 @@ def resolve_targets(root: Path, refs: list[str]) -> list[Target]:
         targets.append(Target(session_dir, arm))
     if not targets:
         raise KernelseekError("nothing to compare: the experiments named have no sessions yet")
-    return targets
+    # An experiment and one of its sessions both named: the session counts once.
+    unique: dict[Path, Target] = {}
+    for target in targets:
+        unique.setdefault(target.session_dir.resolve(), target)
+    return list(unique.values())
 
 
 @dataclass(slots=True)
@@ -91,12 +95,20 @@ class Comparison:
             for other in names[1:]
         ]  # fmt: skip
 
+    def header(self) -> list[str]:
+        """The table's column titles, with the equal tool calls and the speedup to reach."""
+        return [c.format(calls=self.equal_calls, reach=f"{self.reach:.3f}x") for c in COLUMNS]
+
+    def arm_rows(self, arm: str) -> list[list[str]]:
+        """One arm's rows: one per session, then the arm's medians (first cell ``median``)."""
+        sessions = self.arms[arm]
+        return [self._row(m) for m in sessions] + [self._median_row(sessions)]
+
     def tables(self) -> str:
         """A table per arm: one row per session, then the arm's medians."""
-        header = [c.format(calls=self.equal_calls, reach=f"{self.reach:.3f}x") for c in COLUMNS]
         blocks = []
         for arm, sessions in self.arms.items():
-            rows = [header] + [self._row(m) for m in sessions] + [self._median_row(sessions)]
+            rows = [self.header(), *self.arm_rows(arm)]
             blocks.append(f"arm {arm} ({len(sessions)} sessions)\n" + _aligned(rows))
         return "\n\n".join(blocks)
 
@@ -173,6 +185,22 @@ def load_comparison(root: Path, refs: list[str], *, reach: float | None = None,
     return Comparison.of(metrics, reach=reach)
 
 
+def curve_steps(m: SessionMetrics) -> tuple[list[int], list[float]]:
+    """A session's best speedup over tool calls as the corners of a step line (drawn "post":
+    each value holds until the next x), from 1.0 at no call to its best at its last call."""
+    xs = [0] + [p.tool_calls for p in m.curve] + [m.tool_calls]
+    ys = [1.0] + [p.best for p in m.curve] + [m.final_best]
+    return xs, ys
+
+
+def question_marks(m: SessionMetrics) -> list[tuple[str, int, float]]:
+    """Each question as (label, tool calls, the best speedup then): where its marker goes."""
+    return [
+        (q.question_id or q.source or "?", q.tool_calls, m.best_at_calls(q.tool_calls))
+        for q in m.questions
+    ]
+
+
 def plot_comparison(comparison: Comparison, path: Path, title: str) -> Path:
     """Best speedup over tool calls, one line per session, a colour per arm, questions as
     markers labelled with their id. Drawn off-screen (Agg)."""
@@ -186,16 +214,13 @@ def plot_comparison(comparison: Comparison, path: Path, title: str) -> Path:
     for index, (arm, sessions) in enumerate(comparison.arms.items()):
         colour = colours[index % len(colours)]
         for number, m in enumerate(sessions):
-            xs = [0] + [p.tool_calls for p in m.curve] + [m.tool_calls]
-            ys = [1.0] + [p.best for p in m.curve] + [m.final_best]
+            xs, ys = curve_steps(m)
             ax.step(xs, ys, where="post", color=colour, alpha=0.8, linewidth=1.4,
                     label=arm if number == 0 else None)  # fmt: skip
-            for q in m.questions:
-                y = m.best_at_calls(q.tool_calls)
-                ax.plot([q.tool_calls], [y], marker="v", color=colour, markersize=6)
-                ax.annotate(q.question_id or q.source or "?", (q.tool_calls, y),
-                            textcoords="offset points", xytext=(2, 5), fontsize=6,
-                            color=colour, rotation=30)  # fmt: skip
+            for label, x, y in question_marks(m):
+                ax.plot([x], [y], marker="v", color=colour, markersize=6)
+                ax.annotate(label, (x, y), textcoords="offset points", xytext=(2, 5),
+                            fontsize=6, color=colour, rotation=30)  # fmt: skip
     ax.set_xlabel("tool calls")
     ax.set_ylabel("best speedup vs the starting kernel")
     ax.set_title(title)

@@ -92,6 +92,7 @@ class KernelseekApp(App[None]):
         # f5 opens the query screen on the question this tool exists for; : to type SQL.
         Binding("f5", "query('question-jumps')", "Query", id="app.query"),
         Binding("colon", "query", "SQL", show=False, id="app.sql"),
+        Binding("c", "compare", "Compare", show=False, id="app.compare"),
         Binding("a", "ask", "Ask", id="app.ask"),
         Binding("p", "pause", "Pause/resume", id="app.pause"),
         Binding("ctrl+x", "stop", "Stop session", id="app.stop"),
@@ -482,6 +483,17 @@ class KernelseekApp(App[None]):
 
         self.push_screen(QueryScreen(self.traces_root, run_first=canned))
 
+    def action_compare(self) -> None:
+        """The compare screen, this session (or the experiment it belongs to) picked."""
+        from kernelseek_tui.experiment.catalog import comparison_root
+        from kernelseek_tui.experiment.record import is_experiment_dir
+        from kernelseek_tui.tui.screens.compare import CompareScreen
+
+        here = self.session_dir.resolve()
+        picked = here.parent if is_experiment_dir(here.parent) else here
+        root = comparison_root(self.traces_root.resolve())
+        self.push_screen(CompareScreen(root, preselect=[str(picked)]))
+
     def action_ask(self) -> None:
         if not self._can_steer("ask"):
             return
@@ -540,6 +552,7 @@ class KernelseekApp(App[None]):
 
 def known_binding_ids() -> set[str]:
     """Every binding id a keymap file may name: the app's, its panes' and its screens'."""
+    from kernelseek_tui.tui.screens.compare import CompareScreen
     from kernelseek_tui.tui.screens.diff import DiffScreen, DiffView
     from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
     from kernelseek_tui.tui.screens.query import QueryScreen
@@ -547,7 +560,7 @@ def known_binding_ids() -> set[str]:
 
     return binding_ids(
         [KernelseekApp, TranscriptView, HistoryPane, BenchmarkPane, QuestionBar, QueryScreen,
-         HelpScreen, DiffScreen, DiffView, EventDetailScreen, ArrowTable]
+         HelpScreen, DiffScreen, DiffView, EventDetailScreen, ArrowTable, CompareScreen]
     )  # fmt: skip
 
 

@@ -1,0 +1,122 @@
+"""The compare screen (`c` in the app): the list of experiments and sessions, the curves in
+the terminal and the per-arm table, all of them `kernelseek compare`'s numbers, on a recorded
+experiment (the demo sessions as two arms) driven by Pilot."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, SelectionList, Static
+
+from kernelseek_tui.experiment.comparison import load_comparison
+from kernelseek_tui.tui.app import KernelseekApp
+from kernelseek_tui.tui.screens.compare import CompareScreen
+from kernelseek_tui.tui.widgets.compare_plot import ComparePlot, _step_corners
+from tests.compare_support import recorded_experiment
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def root() -> Path:
+    # A fixed place: the screen's title names its traces root, and a snapshot must not change
+    # with pytest's numbered temp dirs.
+    place = Path(tempfile.gettempdir()) / "kernelseek-compare-experiment"
+    shutil.rmtree(place, ignore_errors=True)
+    place.mkdir()
+    return recorded_experiment(place)
+
+
+async def settle(pilot: Any) -> None:
+    for _ in range(4):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def open_compare(pilot: Any) -> CompareScreen:
+    await settle(pilot)
+    await pilot.press("c")
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, CompareScreen)
+    return screen
+
+
+def table_rows(screen: CompareScreen) -> list[list[str]]:
+    table = screen.query_one("#compare-table", DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_the_screen_shows_compares_numbers_for_the_experiment_picked(root: Path) -> None:
+    if True:
+        app = KernelseekApp(root / "ab" / "ab-questions-1")
+        async with app.run_test(size=(160, 45)) as pilot:
+            screen = await open_compare(pilot)
+            picker = screen.query_one("#compare-pick", SelectionList)
+            assert picker.selected == [str(root.resolve() / "ab")]  # its experiment, ticked
+            expected = load_comparison(root, ["ab"])
+            shown = screen.comparison
+            assert shown is not None and shown.to_json() == expected.to_json()
+            assert list(shown.arms) == ["questions", "off"]
+            assert screen.query_one(ComparePlot).comparison is shown
+            rows = table_rows(screen)
+            assert [r[:3] for r in rows] == [
+                ["questions", "ab-questions-1", "1.597x"],
+                ["questions", "ab-questions-2", "1.597x"],
+                ["questions", "median", "1.597x"],
+                ["off", "ab-off-1", "1.109x"],
+                ["off", "ab-off-2", "1.109x"],
+                ["off", "median", "1.109x"],
+            ]
+            verdict = str(screen.query_one("#compare-verdict", Static).render())
+            assert "needs at least 4 sessions per arm" in verdict
+            await pilot.press("escape")
+            assert not isinstance(app.screen, CompareScreen)
+
+
+async def test_picking_a_lone_session_adds_it_as_its_own_arm_and_none_clears(root: Path) -> None:
+    if True:
+        app = KernelseekApp(root / "ab" / "ab-questions-1")
+        async with app.run_test(size=(160, 45)) as pilot:
+            screen = await open_compare(pilot)
+            picker = screen.query_one("#compare-pick", SelectionList)
+            labels = [str(picker.get_option_at_index(i).prompt) for i in range(picker.option_count)]
+            assert labels[0].startswith("ab  4 sessions, finished")
+            assert labels[-1] == "solo  1.11x  repertoire"
+            picker.focus()
+            await pilot.press("G", "space")  # the last line: solo
+            await settle(pilot)
+            assert screen.comparison is not None
+            assert list(screen.comparison.arms) == ["questions", "off", "repertoire"]
+            assert [r[1] for r in table_rows(screen)][-2:] == ["solo", "median"]
+            await pilot.press("space")  # solo off again
+            picker.deselect_all()
+            await settle(pilot)
+            assert screen.comparison is None and table_rows(screen) == []
+            assert "pick sessions" in str(screen.query_one("#compare-verdict", Static).render())
+
+
+def test_a_step_line_holds_each_best_until_the_next_call() -> None:
+    assert _step_corners([0, 3, 5], [1.0, 1.2, 1.5]) == (
+        [0.0, 3.0, 3.0, 5.0, 5.0], [1.0, 1.0, 1.2, 1.2, 1.5]
+    )  # fmt: skip
+
+
+def test_the_compare_screen_snapshot(root: Path, snap_compare: Any) -> None:
+    async def run_before(pilot: Any) -> None:
+        await open_compare(pilot)
+        pilot.app.clear_notifications()  # the copies have no git history: the app says so
+        await pilot.pause()
+
+    app = KernelseekApp(root / "ab" / "ab-questions-1")
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
