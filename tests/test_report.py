@@ -53,3 +53,35 @@ def test_the_page_of_the_scripted_demo_is_one_offline_file_with_labelled_questio
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     measured, _ = write_report(DEMO_DIR / "gpu-tuner-20261202-171357", tmp_path)
     assert "Caveat" not in measured.with_suffix(".html").read_text()
+
+
+def test_vs_fa3_has_its_own_panel_under_the_speedup_so_neither_hides_the_other() -> None:
+    import matplotlib.pyplot as plt
+
+    from kernelseek_tui.experiment.metrics import load_session_metrics
+    from kernelseek_tui.paths import DEMO_DIR
+    from kernelseek_tui.report_figure import FA3_COLOUR, figure, time_unit
+
+    m = load_session_metrics(DEMO_DIR / "scripted-claude", "repertoire")
+    fig = figure(m, "t")
+    try:
+        assert len(fig.axes) == 4
+        calls_ax, time_ax, calls_fa3, time_fa3 = fig.axes
+        for above, below in ((calls_ax, calls_fa3), (time_ax, time_fa3)):
+            # below it, not laid over it (a twin axis shares its box)
+            assert below.get_position().y1 < above.get_position().y0
+        fa3_values = [p.best_vs_fa3 for p in m.curve if p.best_vs_fa3]
+        for ax in (calls_fa3, time_fa3):
+            (line,) = [ln for ln in ax.get_lines() if ln.get_color() == FA3_COLOUR]
+            assert set(line.get_ydata()) == set(fa3_values)
+            low, high = ax.get_ylim()  # scaled to the vs-FA3 values, not to the speedups
+            assert low <= min(fa3_values) and max(fa3_values) <= high < 1.0
+        for ax in (calls_ax, time_ax):
+            assert not [ln for ln in ax.get_lines() if ln.get_color() == FA3_COLOUR]
+            assert ax.get_ylim()[0] < 1.0 and ax.get_ylim()[1] > m.final_best
+        # the short scripted session reads in seconds, not in hundredths of a minute
+        assert time_fa3.get_xlabel() == "seconds" and calls_fa3.get_xlabel() == "tool calls"
+    finally:
+        plt.close(fig)
+    assert time_unit(30) == ("seconds", 1.0) and time_unit(600) == ("minutes", 60.0)
+    assert time_unit(3 * 3600) == ("hours", 3600.0)
