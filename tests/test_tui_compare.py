@@ -120,3 +120,34 @@ def test_the_compare_screen_snapshot(root: Path, snap_compare: Any) -> None:
 
     app = KernelseekApp(root / "ab" / "ab-questions-1")
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+async def test_compare_tui_opens_on_the_sessions_named_and_escape_quits(root: Path) -> None:
+    from kernelseek_tui.experiment.catalog import picked_refs
+    from kernelseek_tui.tui.compare_app import CompareApp
+
+    picked = picked_refs(root, ["ab-off-1", "solo"])  # a bare id inside the experiment
+    assert picked == [str((root / "ab" / "ab-off-1").resolve()), str((root / "solo").resolve())]
+    app = CompareApp(root.resolve(), preselect=picked)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.comparison is not None
+        assert {arm: [m.session_id for m in ms] for arm, ms in screen.comparison.arms.items()} == {
+            "off": ["ab-off-1"], "repertoire": ["solo"],
+        }  # fmt: skip
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.return_code == 0 and not app.is_running
+
+
+def test_compare_without_sessions_or_tui_is_a_one_line_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "kernelseek_tui", "compare", "--traces", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2 and "name the sessions or experiments" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from kernelseek_tui.commands.common import add_traces_argument
+from kernelseek_tui.errors import KernelseekError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "at equal tool calls, dollars, wall time, evaluations to reach a speedup, questions, "
         "jumps that followed a question; a verdict only where the sessions per arm allow one.",
     )
-    parser.add_argument("refs", nargs="+", metavar="SESSION_OR_EXPERIMENT")
+    parser.add_argument("refs", nargs="*", metavar="SESSION_OR_EXPERIMENT")
     parser.add_argument(
         "--reach",
         type=float,
@@ -31,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, default=Path("reports"), help="where the plot goes")
     parser.add_argument("--no-plot", action="store_true", help="print the tables only")
     parser.add_argument("--json", action="store_true", help="the numbers as one JSON object")
+    parser.add_argument(
+        "--tui",
+        action="store_true",
+        help="open the compare screen instead (these picked; space picks others)",
+    )
     add_traces_argument(parser)
     parser.set_defaults(func=run)
 
@@ -40,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     from kernelseek_tui.paths import traces_root
 
     root = traces_root(args.traces, must_exist=False)
+    if args.tui:
+        return _tui(root, args.refs)
+    if not args.refs:
+        raise KernelseekError("name the sessions or experiments to compare (or use --tui)")
     comparison = load_comparison(root, args.refs, reach=args.reach, k=args.k)
     if args.json:
         print(dumps(comparison))
@@ -54,4 +64,21 @@ def run(args: argparse.Namespace) -> int:
         name = "-".join(Path(r).name for r in args.refs)[:80]
         path = plot_comparison(comparison, args.out / f"compare-{name}.png", f"compare {name}")
         print(f"\nwrote {path}")
+    return 0
+
+
+def _tui(root: Path, refs: list[str]) -> int:
+    import os
+
+    from kernelseek_tui.experiment.catalog import picked_refs
+
+    root = root.resolve()
+    if not root.is_dir():
+        raise KernelseekError(f"traces root {str(root)!r} does not exist or is not a directory")
+    picked = picked_refs(root, refs)
+    from kernelseek_tui.tui.compare_app import CompareApp
+
+    if not os.isatty(0) or not os.isatty(1):
+        raise KernelseekError("the compare screen needs a terminal (stdin and stdout)")
+    CompareApp(root, preselect=picked).run()
     return 0

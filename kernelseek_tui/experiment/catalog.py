@@ -67,3 +67,20 @@ def comparison_root(path: Path) -> Path:
     from kernelseek_tui.experiment.record import is_experiment_dir
 
     return path.parent if is_experiment_dir(path) else path
+
+
+def picked_refs(root: Path, refs: list[str]) -> list[str]:
+    """The catalog entries ``refs`` name (experiment names or directories, session ids,
+    prefixes or directories), as their ``ref``: what a list of ``comparables(root)`` ticks."""
+    from kernelseek_tui.experiment.record import is_experiment_dir
+    from kernelseek_tui.session.meta import find_session
+
+    picked = []
+    for ref in refs:
+        as_path = Path(ref).expanduser()
+        experiment_dir = as_path if is_experiment_dir(as_path) else root / ref
+        if is_experiment_dir(experiment_dir):
+            picked.append(str(experiment_dir.resolve()))
+        else:
+            picked.append(str(find_session(root, ref)))
+    return picked

@@ -205,7 +205,7 @@ class CompareScreen(Screen[None]):
     # -- actions --------------------------------------------------------------------------
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        self.dismiss()  # the app's own screen again, or, on its own, the end of the app
 
     def action_reload(self) -> None:
         self._load_catalog()
