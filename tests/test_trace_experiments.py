@@ -123,3 +123,10 @@ def test_a_damaged_experiment_file_leaves_the_other_views_working(root: Path) ->
     total = 2 + len(ON) + len(OFF)
     assert store.query("SELECT count(*) AS n FROM events").to_pylist() == [{"n": total}]
     assert any("unreadable" in warning for warning in store.warnings)
+
+
+def test_a_root_that_is_an_experiment_has_its_rows_too(root: Path) -> None:
+    rows = TraceStore(root / "ab").query("SELECT session_id, arm FROM experiments").to_pylist()
+    assert [(r["session_id"], r["arm"]) for r in rows] == [
+        ("ab-off-1", "off"), ("ab-off-2", "off"), ("ab-on-1", "questions"),
+    ]  # fmt: skip

@@ -89,11 +89,15 @@ def session_dirs(root: Path) -> list[Path]:
 
 
 def experiment_sessions(root: Path) -> pa.Table:
-    """One row per session each experiment under ``root`` plans (``EXPERIMENT_SESSIONS_SCHEMA``).
+    """One row per session each experiment under ``root`` (or ``root`` itself, when it is
+    one) plans (``EXPERIMENT_SESSIONS_SCHEMA``).
 
     An unreadable ``experiment.json`` (being written, damaged) is skipped with a warning."""
     rows: list[dict[str, Any]] = []
-    for experiment_dir in experiment_dirs(root):
+    # A root that is itself an experiment (`--traces traces/ab`, as its runner writes it)
+    # holds its sessions directly.
+    own = [Path(root)] if (Path(root) / EXPERIMENT_FILE).is_file() else []
+    for experiment_dir in own + experiment_dirs(root):
         record = _read_json(experiment_dir / EXPERIMENT_FILE)
         planned = record.get("sessions") if record else None
         if record is None or not isinstance(planned, list):
