@@ -92,7 +92,7 @@ async def test_picking_a_lone_session_adds_it_as_its_own_arm_and_none_clears(roo
             picker = screen.query_one("#compare-pick", SelectionList)
             labels = [str(picker.get_option_at_index(i).prompt) for i in range(picker.option_count)]
             assert labels[0].startswith("ab  4 sessions, finished")
-            assert labels[-1] == "solo  1.11x  repertoire"
+            assert labels[-1] == " 1.11x  solo  repertoire"
             picker.focus()
             await pilot.press("G", "space")  # the last line: solo
             await settle(pilot)

@@ -60,11 +60,11 @@ class CompareScreen(Screen[None]):
     CompareScreen { layout: vertical; }
     CompareScreen > #compare-title { height: 1; text-style: bold; }
     CompareScreen #compare-top { height: 1fr; }
-    CompareScreen #compare-pick { width: 40; height: 1fr; }
+    CompareScreen #compare-pick { width: 35%; max-width: 40; height: 1fr; }
     CompareScreen #compare-right { width: 1fr; }
     CompareScreen #compare-plot { height: 1fr; min-height: 8; }
-    CompareScreen #compare-verdict { height: auto; max-height: 4; color: $text-muted; }
-    CompareScreen > #compare-table { height: 10; }
+    CompareScreen #compare-verdict { height: auto; max-height: 3; color: $text-muted; }
+    CompareScreen > #compare-table { height: auto; max-height: 10; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -233,12 +233,13 @@ def _label(entry: Comparable) -> Text:
         )
     best = f"{entry.best_speedup:.2f}x" if entry.best_speedup is not None else "-"
     indent = "  " if entry.experiment else ""
-    # The number before the arm: a narrow list cuts the end of a line, and a cut number
-    # would read as another. A finished session says nothing more; a running one says so.
+    # The number first, at a fixed width: a narrow list cuts the end of a line, and a number
+    # cut to its first digit would read as another. A finished session says nothing more.
     status = "" if entry.status == "finished" else f"  {entry.status}"
     return Text.assemble(
-        indent, entry.name, (f"  {best}", "green"), (f"  {entry.arm}", "cyan"), (status, "yellow")
-    )
+        indent, (f"{best:>6}  ", "green"), entry.name, (f"  {entry.arm}", "cyan"),
+        (status, "yellow"),
+    )  # fmt: skip
 
 
 def _rich_colour(plotext_colour: str) -> str:
