@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from kernelseek_tui.paths import DEMO_DIR, EXPERIMENT_FILE
+from kernelseek_tui.paths import DEMO_DIR, EXPERIMENT_FILE, SessionPaths
 
 SCRIPTED = "scripted-claude"
 TUNER = "gpu-tuner-20261202-171357"
@@ -18,7 +18,7 @@ ARMS = {"questions": SCRIPTED, "off": TUNER}
 
 def copy_session(source: str, dest: Path, *, mode: str | None = None) -> Path:
     shutil.copytree(DEMO_DIR / source, dest, ignore=shutil.ignore_patterns("*.bundle"))
-    meta_path = dest / "session.json"
+    meta_path = SessionPaths(dest).meta
     meta = json.loads(meta_path.read_text())
     meta["session_id"] = dest.name
     if mode is not None:

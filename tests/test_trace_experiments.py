@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kernelseek_tui.experiment.metrics import COLUMNS, session_metrics
-from kernelseek_tui.paths import EXPERIMENT_FILE
+from kernelseek_tui.paths import EXPERIMENT_FILE, SessionPaths
 from kernelseek_tui.trace.reader import read_session
 from kernelseek_tui.trace.store import TraceStore
 from kernelseek_tui.trace.writer import TraceWriter
@@ -29,7 +29,7 @@ def write_session(directory: Path, events: list[dict[str, Any]], mode: str | Non
     if mode is not None:
         meta = {"session_id": directory.name, "agent": "claude", "model": "m-big",
                 "status": "finished", "config": {"questions_mode": mode}}  # fmt: skip
-        (directory / "session.json").write_text(json.dumps(meta))
+        SessionPaths(directory).meta.write_text(json.dumps(meta))
 
 
 def call(**attrs: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from kernelseek_tui.tui.app import KernelseekApp
 from kernelseek_tui.tui.screens.compare import CompareScreen
 from kernelseek_tui.tui.widgets.compare_plot import ComparePlot, _step_corners
 from tests.compare_support import recorded_experiment
+from tests.tui_support import settle
 
 pytestmark = pytest.mark.anyio
 
@@ -34,13 +35,6 @@ def root() -> Path:
     shutil.rmtree(place, ignore_errors=True)
     place.mkdir()
     return recorded_experiment(place)
-
-
-async def settle(pilot: Any) -> None:
-    for _ in range(4):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 async def open_compare(pilot: Any) -> CompareScreen:
