@@ -4,9 +4,6 @@ keep them under ``<traces>/<experiment>/``; ``--resume NAME`` continues one that
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -102,23 +99,10 @@ def _run_here(experiment_dir: Path) -> int:
 
 def _detach(experiment_dir: Path) -> int:
     from kernelseek_tui.experiment.record import RUNNER_LOG, read_record
+    from kernelseek_tui.session.launch import start_kernelseek
 
     log = experiment_dir / RUNNER_LOG
-    env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    command = [sys.executable, "-m", "kernelseek_tui", "experiment", "--run-dir"]
-    with log.open("ab") as out:
-        child = subprocess.Popen(
-            [*command, str(experiment_dir)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            env=env,
-        )
+    child = start_kernelseek(["experiment", "--run-dir", str(experiment_dir)], log)
     deadline = time.monotonic() + STARTUP_WAIT_S
     while time.monotonic() < deadline:
         if child.poll() is not None:

@@ -43,20 +43,17 @@ def read_launch(path: Path) -> dict[str, Any]:
     return data
 
 
-def spawn_detached(session_dir: Path, launch: dict[str, Any]) -> int:
-    """Start the engine for ``launch`` in the background; return its pid once it runs."""
-    path = write_launch(session_dir, launch)
-    log = SessionPaths(session_dir).engine_log
+def start_kernelseek(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """``python -m kernelseek_tui ARGS`` in a process session of its own (it outlives the
+    terminal and a dropped SSH connection), this checkout first on its path, its output
+    appended to ``log``."""
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
-    previous_pid = None
-    if SessionPaths(session_dir).meta.exists():
-        previous_pid = read_meta(session_dir).pid
     with log.open("ab") as out:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "kernelseek_tui", "run", "--launch", str(path)],
+        return subprocess.Popen(
+            [sys.executable, "-m", "kernelseek_tui", *args],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -64,6 +61,16 @@ def spawn_detached(session_dir: Path, launch: dict[str, Any]) -> int:
             close_fds=True,
             env=env,
         )
+
+
+def spawn_detached(session_dir: Path, launch: dict[str, Any]) -> int:
+    """Start the engine for ``launch`` in the background; return its pid once it runs."""
+    path = write_launch(session_dir, launch)
+    log = SessionPaths(session_dir).engine_log
+    previous_pid = None
+    if SessionPaths(session_dir).meta.exists():
+        previous_pid = read_meta(session_dir).pid
+    child = start_kernelseek(["run", "--launch", str(path)], log)
     deadline = time.monotonic() + STARTUP_WAIT_S
     while time.monotonic() < deadline:
         code = child.poll()
