@@ -33,7 +33,7 @@ class CurvePoint:
     seconds: float
     evals: int  # evaluations so far, this one included
     best: float  # best verified objective speedup so far (1.0: the starting kernel)
-    best_vs_fa3: float | None
+    best_vs_fa3: float | None  # the best candidate's vs FA3 (its own evaluation's)
     speedup: float | None  # this evaluation's, None when it failed
     passed: bool
     seq: int
@@ -116,6 +116,7 @@ def session_metrics(
     """The metrics of one session from its events (dicts with ``COLUMNS``, in seq order)."""
     calls = evals = 0
     best, best_fa3 = 1.0, None
+    fastest = -math.inf  # the fastest verified candidate so far, whose vs FA3 is reported
     cost: float | None = None
     start = rows[0]["ts"] if rows else None
     curve: list[CurvePoint] = []
@@ -157,10 +158,12 @@ def session_metrics(
                     jump_list.append(
                         Jump(row["seq"], calls, best, speedup, near[-1] if near else None)
                     )
-                best = max(best, speedup)
+                # vs FA3 is the fastest candidate's own ratio, not the highest ratio seen: that
+                # would pick whichever evaluation timed FA3 slowest.
                 fa3 = row.get("vs_fa3")
-                if _finite(fa3):
-                    best_fa3 = fa3 if best_fa3 is None else max(best_fa3, fa3)
+                if _finite(fa3) and speedup > fastest:
+                    fastest, best_fa3 = speedup, fa3
+                best = max(best, speedup)
             curve.append(
                 CurvePoint(calls, seconds, evals, best, best_fa3,
                            speedup if passed else None, passed, row["seq"])

@@ -53,7 +53,10 @@ CREATE VIEW experiments AS
 SELECT x.experiment, x.arm, x.session_id, x.questions_mode, s.status,
        CASE WHEN count(e.seq) > 0 THEN greatest(1.0, coalesce(
            max(e.speedup) FILTER (WHERE e.verified_objective), 1.0)) END AS best_speedup,
-       max(e.vs_fa3) FILTER (WHERE e.verified_objective AND isfinite(e.vs_fa3)) AS vs_fa3,
+       -- the fastest candidate's own vs FA3, the first of equals (not the highest ratio any
+       -- evaluation gave: that would pick whichever timed FA3 slowest)
+       arg_max(e.vs_fa3, (e.speedup, -e.seq)) FILTER (
+           WHERE e.verified_objective AND isfinite(e.vs_fa3) AND isfinite(e.speedup)) AS vs_fa3,
        count(*) FILTER (WHERE e.kind = 'tool_call' AND NOT coalesce(
            TRY_CAST(json_extract(e.attrs, '$.skipped') AS BOOLEAN), false)) AS tool_calls,
        count(*) FILTER (WHERE e.kind = 'eval') AS evals,
