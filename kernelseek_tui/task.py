@@ -71,6 +71,10 @@ class Tolerance:
     low-precision intermediate rounding, and atol = atol_shift_factor * max|ref + s - s - ref|
     (rounding in the output dtype) plus ``atol``.
     ``abs``: |out - ref| <= atol + rtol * |ref| elementwise, against the fp32 reference.
+
+    ``per``: "tensor" takes the maxima of the ``lowp`` rule over the whole tensor (FA3's test);
+    "row" takes them over each row along the last axis, so that rows with large values (a
+    causal scenario's short rows) cannot widen the tolerance of rows with small ones.
     """
 
     output: str
@@ -80,6 +84,7 @@ class Tolerance:
     rtol: float = 0.0
     atol_shift: float = 0.0
     atol_shift_factor: float = 2.0
+    per: str = "tensor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +356,13 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
         tolerances[output] = Tolerance(output=output, **entry)
         if tolerances[output].rule not in ("lowp", "abs"):
             raise TaskError(f"{path}: tolerance of {output!r}: rule must be 'lowp' or 'abs'")
+        if tolerances[output].per not in ("tensor", "row"):
+            raise TaskError(f"{path}: tolerance of {output!r}: per must be 'tensor' or 'row'")
+        if tolerances[output].per == "row" and tolerances[output].rule != "lowp":
+            raise TaskError(
+                f"{path}: tolerance of {output!r}: per = 'row' applies to the lowp rule only "
+                "(the abs rule is judged element by element already)"
+            )
     for tensor in tensors:
         if tensor.role == "output" and tensor.name not in tolerances:
             raise TaskError(f"{path}: output {tensor.name!r} has no tolerance rule")

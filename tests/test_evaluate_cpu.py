@@ -3,6 +3,7 @@ the reference itself, and the watchdog around the worker process."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import textwrap
@@ -130,17 +131,18 @@ def test_bf16_round_trip_is_round_to_nearest_even() -> None:
     assert np.isinf(back[4]) and np.isnan(back[5])
 
 
-def test_lowp_rule_accepts_bf16_rounding_and_rejects_a_real_error(task) -> None:
+@pytest.mark.parametrize("per", ["tensor", "row"])
+def test_lowp_rule_accepts_bf16_rounding_and_rejects_a_real_error(task, per: str) -> None:
     rng = np.random.default_rng(0)
     ref = rng.standard_normal((64, 32)).astype(np.float32)
     lowp = ref + rng.standard_normal(ref.shape).astype(np.float32) * 4e-3
-    rule = task.tolerances["out"]
+    rule = dataclasses.replace(task.tolerances["out"], per=per)
     good = check_output(np, "out", "bfloat16", _bf16(lowp), ref, lowp, rule)
     assert good.passed, good.reasons
     wrong = lowp.copy()
     wrong[3, 3] += 0.1
     bad = check_output(np, "out", "bfloat16", _bf16(wrong), ref, lowp, rule)
-    assert not bad.passed and "exceeds" in bad.reasons[0]
+    assert not bad.passed and "exceed" in bad.reasons[0] and "max error" in bad.reasons[0]
 
 
 def test_unwritten_nan_and_inf_are_named(task) -> None:

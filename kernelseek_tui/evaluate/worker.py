@@ -300,8 +300,9 @@ def _judge(
             result.max_error = check.max_error
             result.tolerance = check.tolerance
         previous = result.output_errors.get(spec.name)
-        if check.max_error is not None and (previous is None or check.max_error > previous):
-            result.output_errors[spec.name] = check.max_error
+        largest = check.largest_error
+        if largest is not None and (previous is None or largest > previous):
+            result.output_errors[spec.name] = largest
         if not check.passed:
             result.passed = False
             result.reasons.extend(f"{what}: {reason}" for reason in check.reasons)
