@@ -2,8 +2,9 @@
 
 The static checks and the build need no GPU, so a forbidden include is reported as a ``fail``
 on any machine. Correctness and timing run in ``evaluate.worker``, a subprocess watched for a
-stall (no progress for ``stall_timeout_s``) and an overall timeout; a hung kernel, an illegal
-address or a segfault ends that evaluation with a named reason, and the next one starts fresh.
+stall (no progress for as long as the phase it is in allows: ``evaluate.stall``) and an overall
+timeout; a hung kernel, an illegal address or a segfault ends that evaluation with a named
+reason, and the next one starts fresh.
 """
 
 from __future__ import annotations
@@ -28,13 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.baseline_cache import BaselineCache
 from kernelseek_tui.evaluate.build import build, cache_root
+from kernelseek_tui.evaluate.comparators import load_module
 from kernelseek_tui.evaluate.result import (
     EvalResult,
     PeerTiming,
     ScenarioResult,
     geomean,
 )
+from kernelseek_tui.evaluate.stall import StallLimits, expected_call_ms, phase_limit
 from kernelseek_tui.scenarios import Scenario
 from kernelseek_tui.task import Task
 
@@ -92,6 +96,7 @@ def evaluate(
     device: int | str | None = None,
     timeout_s: float | None = None,
     stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
+    stall_limits: StallLimits | None = None,
     knobs: dict[str, int] | None = None,
     baseline_cache: Path | None = None,
     compare: bool = True,
@@ -102,6 +107,8 @@ def evaluate(
 
     Never raises for a bad candidate: that is a ``fail`` verdict with reasons. Raises
     KernelseekError only for a bad request (a missing source, an unknown set or knob).
+    ``stall_timeout_s`` is the longest the worker may stay silent in any phase; where the
+    candidate's code runs, ``stall_limits`` scale a shorter limit from the scenario.
     """
     started = time.monotonic()
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
@@ -177,17 +184,70 @@ def evaluate(
         "peers": list(task.comparators),
     }
     limit = timeout_s if timeout_s is not None else task.eval_timeout_s
+    limits = stall_limits or StallLimits()
+    watch = _StallWatch(
+        task,
+        planned,
+        StallLimits(
+            ceiling_s=min(stall_timeout_s, limits.ceiling_s),
+            floor_s=limits.floor_s,
+            factor=limits.factor,
+            extra_calls=limits.extra_calls,
+            slowest_tflops=limits.slowest_tflops,
+        ),
+        request,
+    )
     harness_error = _run_worker(
         request,
         result,
         device=device,
         timeout_s=limit,
-        stall_timeout_s=stall_timeout_s,
+        stall=watch,
         notify=notify,
     )
     if baseline_is_candidate:
         result.summary.baseline_timing = "the candidate is the starting kernel"
     return _finish(result, started, harness_error=harness_error)
+
+
+class _StallWatch:
+    """The silence each (scenario, phase) of this evaluation allows (see ``evaluate.stall``)."""
+
+    def __init__(
+        self, task: Task, planned: list[_Planned], limits: StallLimits, request: dict[str, Any]
+    ) -> None:
+        self.task, self.limits, self.request = task, limits, request
+        self.fields = {p.scenario.name: p.scenario.fields for p in planned}
+        self.cached: dict[str, float | None] = {}
+        self.flops = _scenario_flops(task, planned)
+
+    def learn_device(self, device: dict[str, Any]) -> None:
+        """Read the starting kernel's cached times for the GPU the worker reports."""
+        if not self.request.get("baseline_cache") or not self.request.get("baseline_key"):
+            return
+        cache = BaselineCache(
+            Path(self.request["baseline_cache"]), self.request["baseline_key"], device
+        )
+        self.cached = {name: cache.get(name, fields) for name, fields in self.fields.items()}
+
+    def limit(self, scenario: str, phase: str) -> tuple[float, str]:
+        call_ms, basis = expected_call_ms(
+            self.cached.get(scenario), self.flops.get(scenario), self.limits
+        )
+        chosen = phase_limit(phase, call_ms, basis, self.task.timing, self.limits)
+        return chosen.seconds, chosen.why
+
+
+def _scenario_flops(task: Task, planned: list[_Planned]) -> dict[str, float | None]:
+    """Each scenario's FLOPs by the task's own count, or nothing when it has none."""
+    if task.flops_function is None:
+        return {}
+    try:
+        module = load_module(task.reference_module, "kernelseek_task_flops")
+        count = getattr(module, task.flops_function)
+        return {p.scenario.name: float(count(p.scenario.fields)) for p in planned}
+    except Exception:  # a broken count only loses the estimate; the worker reports the rest
+        return {}
 
 
 def _run_worker(
@@ -196,7 +256,7 @@ def _run_worker(
     *,
     device: int | str | None,
     timeout_s: float,
-    stall_timeout_s: float,
+    stall: _StallWatch,
     notify: Progress,
 ) -> bool:
     """Run the worker, filling ``result.scenarios``; True when the harness itself failed."""
@@ -238,15 +298,16 @@ def _run_worker(
     selector.register(process.stdout, selectors.EVENT_READ)
     buffer = b""
     stopped_for: str | None = None
+    silence_s, silence_why = stall.limit(*current)
     while True:
         now = time.monotonic()
         if now > deadline:
             stopped_for = f"timed out after {timeout_s:.0f} s"
             break
-        if now - last_heard > stall_timeout_s:
-            stopped_for = f"no progress for {stall_timeout_s:.0f} s (a hung kernel?)"
+        if now - last_heard > silence_s:
+            stopped_for = f"no progress for {silence_s:.0f} s (a hung kernel?; {silence_why})"
             break
-        if not selector.select(timeout=1.0):
+        if not selector.select(timeout=min(1.0, max(0.05, silence_s / 10))):
             if process.poll() is not None:
                 break
             continue
@@ -261,8 +322,10 @@ def _run_worker(
             kind = message["type"]
             if kind == "device":
                 result.device = {k: v for k, v in message.items() if k != "type"}
+                stall.learn_device(result.device)
             elif kind == "progress":
                 current = (message["scenario"], message["phase"])
+                silence_s, silence_why = stall.limit(*current)
                 if message["phase"] == "start":
                     notify(f"{message['scenario']}", done, total)
             elif kind == "scenario":

@@ -84,6 +84,7 @@ class Evaluation:
         self.task: Task = load_task(request["task_dir"])
         self.seed = int(request["seed"])
         self.phase = "setup"
+        self.scenario: tuple[int, str] | None = None  # (index, name) of the one being judged
         if cp.cuda.runtime.getDeviceCount() < 1:
             raise FatalError("no CUDA GPU visible", "error")
         cp.cuda.Device(0).use()
@@ -114,6 +115,14 @@ class Evaluation:
         )
         peers = tuple(request.get("peers", ())) if request.get("compare", True) else ()
         self.peers = PeerRunner(self.task.comparator_module, peers, self.stream.ptr)
+
+    def enter(self, phase: str) -> None:
+        """Say which phase of the current scenario runs: the parent's stall limit follows it
+        (short where the candidate's code runs, long for the harness's own work)."""
+        self.phase = phase
+        if self.scenario is not None:
+            index, name = self.scenario
+            self.emit({"type": "progress", "index": index, "scenario": name, "phase": phase})
 
     def sync(self, what: str) -> None:
         try:
@@ -158,9 +167,8 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         for tensors in sets
     ]
 
-    def progress(phase: str) -> None:
-        ev.phase = phase
-        ev.emit({"type": "progress", "index": index, "scenario": result.name, "phase": phase})
+    ev.scenario = (index, result.name)
+    progress = ev.enter
 
     # 1. One call on poisoned outputs, judged on every element.
     progress("check")
@@ -222,6 +230,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     # The candidate once more after the peers, so drift over the scenario affects both alike;
     # skipped for slow kernels, whose few long calls drift little against their own length.
     if ev.peers.names and stats.median_ms * stats.calls_per_sample < 5.0:
+        progress("time")
         again = time_calls(cp, ev.stream, call, n_sets, task.timing)
         ev.sync("the timed calls")
         result.ms = _median([*stats.samples_ms, *again.samples_ms])
@@ -281,6 +290,7 @@ def _judge(
 ) -> bool:
     """Guards intact and every output within tolerance of the reference for these inputs."""
     cp, task = ev.cp, ev.task
+    ev.enter("judge")  # the harness's work from here: the candidate's calls have finished
     for name, tensor in tensors.items():
         if not tensor.guards_intact(cp):
             result.passed = False
