@@ -32,6 +32,7 @@ from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.baseline_cache import BaselineCache
 from kernelseek_tui.evaluate.build import build, cache_root
 from kernelseek_tui.evaluate.comparators import load_module
+from kernelseek_tui.evaluate.noise import geomean_noise
 from kernelseek_tui.evaluate.result import (
     EvalResult,
     PeerTiming,
@@ -407,6 +408,7 @@ def _finish(result: EvalResult, started: float, *, harness_error: bool = False) 
     timed = [s for s in result.scenarios if s.ms is not None]
     summary.geomean_speedup = geomean([s.speedup for s in timed if s.speedup])
     summary.geomean_tflops = geomean([s.tflops for s in timed if s.tflops])
+    summary.noise = geomean_noise([s.spread for s in timed if s.speedup])
     peers = sorted({name for s in timed for name in s.peers})
     for name in peers:
         ratios = [r for s in timed if (r := s.ratio_to(name)) is not None]

@@ -44,6 +44,8 @@ class ScenarioResult:
     speedup: float | None = None  # baseline_ms / ms
     peers: dict[str, PeerTiming] = field(default_factory=dict)
     timing_notes: list[str] = field(default_factory=list)
+    # (p90 - p10) / median of the candidate's timed calls in this run: how noisy ``ms`` is.
+    spread: float | None = None
     wall_s: float | None = None  # how long judging this scenario took, everything included
 
     def ratio_to(self, peer: str) -> float | None:
@@ -63,6 +65,8 @@ class EvalSummary:
     vs_peers: dict[str, float] = field(default_factory=dict)  # geomean of peer_ms / ms
     absent_peers: dict[str, str] = field(default_factory=dict)
     baseline_timing: str | None = None  # "same run", or where cached baseline times came from
+    # Relative noise of geomean_speedup, from the scenarios' spreads (evaluate/noise.py).
+    noise: float | None = None
 
     @property
     def vs_fa3(self) -> float | None:

@@ -31,7 +31,7 @@ from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
-from kernelseek_tui.evaluate.timing import time_calls
+from kernelseek_tui.evaluate.timing import TimingStats, time_calls
 from kernelseek_tui.task import Task, load_task
 
 
@@ -213,6 +213,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         return result
     result.passed = True
     result.ms = stats.median_ms
+    result.spread = stats.spread
     flops = float(ev.flops(fields)) if ev.flops else None
     if flops:
         result.tflops = flops / (stats.median_ms * 1e-3) / 1e12
@@ -233,7 +234,9 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         progress("time")
         again = time_calls(cp, ev.stream, call, n_sets, task.timing)
         ev.sync("the timed calls")
-        result.ms = _median([*stats.samples_ms, *again.samples_ms])
+        both = TimingStats(median_ms=0.0, samples_ms=[*stats.samples_ms, *again.samples_ms])
+        result.ms = both.median_ms = _median(both.samples_ms)
+        result.spread = both.spread
         if flops:
             result.tflops = flops / (result.ms * 1e-3) / 1e12
         beyond_peak(result, task.timing.max_tflops)

@@ -28,6 +28,7 @@ class SessionState:
     evals: int = 0
     commits: int = 0
     best_speedup: float | None = None  # best objective speedup of a verified candidate
+    best_noise: float | None = None  # the timing noise of the evaluation that set it
     last_question: str | None = None
     question_ids: list[str] = field(default_factory=list)
     questions: int = 0
@@ -67,7 +68,12 @@ class SessionState:
         elif kind == "eval":
             self.evals += 1
             if attrs.get("objective") and attrs.get("verified", event.verdict == "pass"):
-                self.best_speedup = better(self.best_speedup, event.speedup)
+                best = better(self.best_speedup, event.speedup)
+                if best is not None and best != self.best_speedup:
+                    summary = attrs.get("summary")
+                    noise = summary.get("noise") if isinstance(summary, dict) else None
+                    self.best_noise = float(noise) if isinstance(noise, int | float) else None
+                self.best_speedup = best
         elif kind == "commit" and not attrs.get("attached"):
             self.commits += 1  # an evaluation attached to an existing commit makes none
         elif kind == "question" and event.question_text:

@@ -9,6 +9,7 @@ from typing import Any
 
 from kernelseek_tui.decisions import DecisionMoment
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.noise import combined_noise
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import Candidate
 from kernelseek_tui.session.engine import evaluation
@@ -107,8 +108,14 @@ class JudgingMixin(EngineCore):
         # Every verified evaluation of the objective is kept in git; faster than the starting
         # kernel (1.0x by definition) and every verified candidate before it is a new best.
         will_commit = objective and verified
-        margin = self.decision_config.new_best_margin  # the plateau detector's "new best" too
-        new_best = will_commit and is_new_best(speedup, previous_best, margin)
+        margin = self.decision_config.new_best_margin  # without measured noise only
+        new_best = will_commit and is_new_best(
+            speedup,
+            previous_best,
+            margin,
+            noise=result.summary.noise,
+            previous_noise=self.state.best_noise,
+        )
         result_file = save_result(self.paths.dir, f"{call.seq}-{result.eval_id}", result)
         eval_event = self._append(
             "eval",
@@ -231,11 +238,22 @@ class JudgingMixin(EngineCore):
         )
 
 
-def is_new_best(speedup: float | None, previous_best: float | None, margin: float) -> bool:
+def is_new_best(
+    speedup: float | None,
+    previous_best: float | None,
+    margin: float,
+    *,
+    noise: float | None = None,
+    previous_noise: float | None = None,
+) -> bool:
     """Faster than the starting kernel (1.0x by definition) and every verified evaluation
-    before, by more than ``margin`` (run-to-run timing noise: the starting kernel re-timed came
-    out at 1.003x on the H200, 2026-12-02, and that is no step forward)."""
-    floor = max(1.0, previous_best or 0.0) * (1.0 + margin)
+    before, by more than the timing noise: the noise measured in this run and in the best's
+    (each geomean's spread, combined), or ``margin`` where neither measured any (a stand-in
+    evaluator, a result from before spreads were recorded). A gain inside the noise is no step
+    forward, however large the noise; one outside it is, however small."""
+    measured = combined_noise(noise, previous_noise)
+    threshold = measured if measured is not None else margin
+    floor = max(1.0, previous_best or 0.0) * (1.0 + threshold)
     return speedup is not None and speedup > floor
 
 
