@@ -108,6 +108,26 @@ def test_broken_kernels_fail_with_reason_and_the_next_evaluation_works(task, nam
     assert after.verdict == "pass", after.reasons
 
 
+def test_inputs_rewritten_during_the_timed_calls_are_caught(task, tmp_path: Path) -> None:
+    # After the checked first call, every call zeroes v before computing: out is then honestly
+    # zero for the rewritten inputs, and a judge that built its reference from the buffers
+    # after timing would pass it. The inputs must match what the measured calls started from.
+    source = _variant(
+        tmp_path,
+        "zeroes_v_when_timed",
+        "    if (batch <= 0 || p.seqlen_q <= 0 || p.nheads <= 0) return 0;  // nothing to compute",
+        "    if (batch <= 0 || p.seqlen_q <= 0 || p.nheads <= 0) return 0;  // nothing to compute\n"
+        "    static int calls = 0;\n"
+        "    if (++calls > 1)\n"
+        "        cudaMemsetAsync(tensors[2], 0, (size_t)batch * p.seqlen_k * p.nheads_kv *"
+        " (size_t)ints[5] * 2, stream);",
+    )
+    result = evaluate(task, source, scenarios_file=TIMED, compare=False)
+    assert result.verdict == "fail"
+    text = " ".join(result.reasons)
+    assert "modified inputs" in text, text
+
+
 def test_work_on_another_stream_is_caught(task, tmp_path: Path) -> None:
     source = _variant(
         tmp_path,

@@ -182,10 +182,17 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     # of the measured calls themselves are then judged, so no result can be cached by address.
     progress("time")
 
+    # What the inputs held when the measured calls began: the judge's reference is built from
+    # the buffers after timing, so a candidate that rewrote its inputs (zeroed them, say, and
+    # then had nothing to compute) would be judged against its own rewrite.
+    pristine: list[dict[str, Any]] = []
+
     def refill() -> None:
+        pristine.clear()
         for tensors in sets:
             for spec in task.inputs:
                 fill_random(cp, tensors[spec.name], generator)
+            pristine.append(snapshot_inputs(task, tensors))
 
     def call(i: int) -> None:
         if launches[i]() != 0:
@@ -198,6 +205,8 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         result.reasons.append("ks_launch returned nonzero while being timed")
         return result
     ev.sync("the timed calls")
+    if not _inputs_kept(ev, sets, pristine, result, "the timed calls"):
+        return result
     set0_reference: dict[str, Any] = {}
     for i, tensors in enumerate(sets):
         if not _judge(ev, tensors, int_names, floats, result, f"timed call on input set {i}"):
@@ -234,6 +243,14 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         progress("time")
         again = time_calls(cp, ev.stream, call, n_sets, task.timing)
         ev.sync("the timed calls")
+        # The second run's calls are judged too: the inputs as they were, and set 0's outputs
+        # against the reference already built for them.
+        if not _inputs_kept(ev, sets, pristine, result, "the calls timed after the peers"):
+            return result
+        if not _judge_against(
+            ev, sets[0], set0_reference, result, "call timed after the peers on input set 0"
+        ):
+            return result
         both = TimingStats(median_ms=0.0, samples_ms=[*stats.samples_ms, *again.samples_ms])
         result.ms = both.median_ms = _median(both.samples_ms)
         result.spread = both.spread
@@ -283,6 +300,38 @@ def _checked_call(
     return _judge(ev, tensors, int_names, floats, result, what) and result.passed is not False
 
 
+def snapshot_inputs(task: Any, tensors: dict[str, GuardedTensor]) -> dict[str, Any]:
+    """A device copy of each input tensor of one input set."""
+    return {spec.name: tensors[spec.name].body.copy() for spec in task.inputs}
+
+
+def changed_inputs(
+    xp: Any, sets: list[dict[str, GuardedTensor]], snapshots: list[dict[str, Any]]
+) -> list[tuple[int, str]]:
+    """(set index, input name) of every input that no longer holds its snapshot."""
+    return [
+        (i, name)
+        for i, (tensors, snapshot) in enumerate(zip(sets, snapshots, strict=True))
+        for name, saved in snapshot.items()
+        if not bool(xp.array_equal(saved, tensors[name].body))
+    ]
+
+
+def _inputs_kept(
+    ev: Evaluation,
+    sets: list[dict[str, GuardedTensor]],
+    snapshots: list[dict[str, Any]],
+    result: ScenarioResult,
+    what: str,
+) -> bool:
+    changed = changed_inputs(ev.cp, sets, snapshots)
+    if changed:
+        result.passed = False
+        named = ", ".join(f"{name!r} of input set {i}" for i, name in changed)
+        result.reasons.append(f"{what} modified inputs (inputs are read-only): {named}")
+    return not changed
+
+
 def _judge(
     ev: Evaluation,
     tensors: dict[str, GuardedTensor],
@@ -292,13 +341,28 @@ def _judge(
     what: str,
 ) -> bool:
     """Guards intact and every output within tolerance of the reference for these inputs."""
-    cp, task = ev.cp, ev.task
     ev.enter("judge")  # the harness's work from here: the candidate's calls have finished
+    reference = _reference(ev, tensors, int_names, floats)
+    ev.last_reference = reference
+    return _judge_against(ev, tensors, reference, result, what)
+
+
+def _judge_against(
+    ev: Evaluation,
+    tensors: dict[str, GuardedTensor],
+    reference: dict[str, Any],
+    result: ScenarioResult,
+    what: str,
+) -> bool:
+    """Guards intact and every output within tolerance of ``reference`` (built for these
+    inputs)."""
+    cp, task = ev.cp, ev.task
+    if ev.phase != "judge":
+        ev.enter("judge")
     for name, tensor in tensors.items():
         if not tensor.guards_intact(cp):
             result.passed = False
             result.reasons.append(f"{what}: wrote outside tensor {name!r} (guard band changed)")
-    reference = _reference(ev, tensors, int_names, floats)
     for spec in task.outputs:
         check = check_output(
             cp,
@@ -319,7 +383,6 @@ def _judge(
         if not check.passed:
             result.passed = False
             result.reasons.extend(f"{what}: {reason}" for reason in check.reasons)
-    ev.last_reference = reference
     return result.passed is not False
 
 
