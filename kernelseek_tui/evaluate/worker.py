@@ -284,7 +284,7 @@ def _checked_call(
     cp = ev.cp
     for spec in ev.task.outputs:
         poison_output(cp, tensors[spec.name])
-    saved = {spec.name: tensors[spec.name].body.copy() for spec in ev.task.inputs}
+    saved = snapshot_inputs(ev.task, tensors)
     # A device-wide wait: whatever stream the harness's own fills used, they are done.
     cp.cuda.runtime.deviceSynchronize()
     code = launch()
@@ -293,14 +293,13 @@ def _checked_call(
         result.passed = False
         result.reasons.append(f"ks_launch returned {code}")
         return False
-    for spec in ev.task.inputs:
-        if not bool(cp.array_equal(saved[spec.name], tensors[spec.name].body)):
-            result.passed = False
-            result.reasons.append(f"input {spec.name!r} was modified by the kernel")
+    for _, name in changed_inputs(cp, [tensors], [saved]):
+        result.passed = False
+        result.reasons.append(f"input {name!r} was modified by the kernel")
     return _judge(ev, tensors, int_names, floats, result, what) and result.passed is not False
 
 
-def snapshot_inputs(task: Any, tensors: dict[str, GuardedTensor]) -> dict[str, Any]:
+def snapshot_inputs(task: Task, tensors: dict[str, GuardedTensor]) -> dict[str, Any]:
     """A device copy of each input tensor of one input set."""
     return {spec.name: tensors[spec.name].body.copy() for spec in task.inputs}
 
