@@ -52,52 +52,50 @@ def table_rows(screen: CompareScreen) -> list[list[str]]:
 
 
 async def test_the_screen_shows_compares_numbers_for_the_experiment_picked(root: Path) -> None:
-    if True:
-        app = KernelseekApp(root / "ab" / "ab-questions-1")
-        async with app.run_test(size=(160, 45)) as pilot:
-            screen = await open_compare(pilot)
-            picker = screen.query_one("#compare-pick", SelectionList)
-            assert picker.selected == [str(root.resolve() / "ab")]  # its experiment, ticked
-            expected = load_comparison(root, ["ab"])
-            shown = screen.comparison
-            assert shown is not None and shown.to_json() == expected.to_json()
-            assert list(shown.arms) == ["questions", "off"]
-            assert screen.query_one(ComparePlot).comparison is shown
-            rows = table_rows(screen)
-            assert [r[:3] for r in rows] == [
-                ["questions", "ab-questions-1", "1.597x"],
-                ["questions", "ab-questions-2", "1.597x"],
-                ["questions", "median", "1.597x"],
-                ["off", "ab-off-1", "1.109x"],
-                ["off", "ab-off-2", "1.109x"],
-                ["off", "median", "1.109x"],
-            ]
-            verdict = str(screen.query_one("#compare-verdict", Static).render())
-            assert "needs at least 4 sessions per arm" in verdict
-            await pilot.press("escape")
-            assert not isinstance(app.screen, CompareScreen)
+    app = KernelseekApp(root / "ab" / "ab-questions-1")
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_compare(pilot)
+        picker = screen.query_one("#compare-pick", SelectionList)
+        assert picker.selected == [str(root.resolve() / "ab")]  # its experiment, ticked
+        expected = load_comparison(root, ["ab"])
+        shown = screen.comparison
+        assert shown is not None and shown.to_json() == expected.to_json()
+        assert list(shown.arms) == ["questions", "off"]
+        assert screen.query_one(ComparePlot).comparison is shown
+        rows = table_rows(screen)
+        assert [r[:3] for r in rows] == [
+            ["questions", "ab-questions-1", "1.597x"],
+            ["questions", "ab-questions-2", "1.597x"],
+            ["questions", "median", "1.597x"],
+            ["off", "ab-off-1", "1.109x"],
+            ["off", "ab-off-2", "1.109x"],
+            ["off", "median", "1.109x"],
+        ]
+        verdict = str(screen.query_one("#compare-verdict", Static).render())
+        assert "needs at least 4 sessions per arm" in verdict
+        await pilot.press("escape")
+        assert not isinstance(app.screen, CompareScreen)
 
 
 async def test_picking_a_lone_session_adds_it_as_its_own_arm_and_none_clears(root: Path) -> None:
-    if True:
-        app = KernelseekApp(root / "ab" / "ab-questions-1")
-        async with app.run_test(size=(160, 45)) as pilot:
-            screen = await open_compare(pilot)
-            picker = screen.query_one("#compare-pick", SelectionList)
-            labels = [str(picker.get_option_at_index(i).prompt) for i in range(picker.option_count)]
-            assert labels[0].startswith("ab  4 sessions, finished")
-            assert labels[-1] == " 1.11x  solo  repertoire"
-            picker.focus()
-            await pilot.press("G", "space")  # the last line: solo
-            await settle(pilot)
-            assert screen.comparison is not None
-            assert list(screen.comparison.arms) == ["questions", "off", "repertoire"]
-            assert [r[1] for r in table_rows(screen)][-2:] == ["solo", "median"]
-            await pilot.press("space")  # solo off again
-            picker.deselect_all()
-            await settle(pilot)
-            assert screen.comparison is None and table_rows(screen) == []
-            assert "pick sessions" in str(screen.query_one("#compare-verdict", Static).render())
+    app = KernelseekApp(root / "ab" / "ab-questions-1")
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_compare(pilot)
+        picker = screen.query_one("#compare-pick", SelectionList)
+        labels = [str(picker.get_option_at_index(i).prompt) for i in range(picker.option_count)]
+        assert labels[0].startswith("ab  4 sessions, finished")
+        assert labels[-1] == " 1.11x  solo  repertoire"
+        picker.focus()
+        await pilot.press("G", "space")  # the last line: solo
+        await settle(pilot)
+        assert screen.comparison is not None
+        assert list(screen.comparison.arms) == ["questions", "off", "repertoire"]
+        assert [r[1] for r in table_rows(screen)][-2:] == ["solo", "median"]
+        await pilot.press("space")  # solo off again
+        picker.deselect_all()
+        await settle(pilot)
+        assert screen.comparison is None and table_rows(screen) == []
+        assert "pick sessions" in str(screen.query_one("#compare-verdict", Static).render())
 
 
 def test_a_step_line_holds_each_best_until_the_next_call() -> None:
