@@ -76,8 +76,7 @@ def time_calls(
 
     first = run_batch(1)
     estimate = max(first, 1e-3)
-    calls = max(n_sets, math.ceil(_MIN_BATCH_MS / estimate))
-    calls = n_sets * math.ceil(calls / n_sets)
+    calls = _batch_calls(n_sets, estimate)
     warmup_batches = max(1, math.ceil(timing.warmup_ms / (estimate * calls)))
     for _ in range(warmup_batches):
         estimate = max(run_batch(calls) / calls, 1e-3)
@@ -90,6 +89,13 @@ def time_calls(
     )
     _cross_check(cp, stream, call, n_sets, calls, start, end, stats)
     return stats
+
+
+def _batch_calls(n_sets: int, call_ms: float) -> int:
+    """Back-to-back calls for one batch: at least _MIN_BATCH_MS of them, a whole number of
+    rotations through the input sets."""
+    calls = max(n_sets, math.ceil(_MIN_BATCH_MS / call_ms))
+    return n_sets * math.ceil(calls / n_sets)
 
 
 _flush_buffers: dict[int, Any] = {}
@@ -183,7 +189,7 @@ def _time_flushed(
     median = statistics.median(samples)
     stats = TimingStats(median_ms=median, samples_ms=samples, calls_per_sample=1)
     # The cross-check needs enough back-to-back calls for its wall clock to mean something.
-    batch = n_sets * math.ceil(max(n_sets, math.ceil(_MIN_BATCH_MS / max(median, 1e-3))) / n_sets)
+    batch = _batch_calls(n_sets, max(median, 1e-3))
     _cross_check(cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats)
     return stats
 
