@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
 from kernelseek_tui.task import Tolerance
 
@@ -191,7 +193,8 @@ def _lowp_rows(
     if not over:
         return error, tolerance, largest, None
     lowp_error = float(terms.lowp_error[worst])
-    where = tuple(int(i) for i in xp.unravel_index(worst, out.shape[:-1]))
+    # Index arithmetic on the host: CuPy's unravel_index refuses a Python int under NumPy 2.
+    where = tuple(int(i) for i in np.unravel_index(worst, tuple(out.shape[:-1])))
     return (
         error,
         tolerance,
