@@ -20,6 +20,10 @@ STORAGE = {
 NAN_BITS = {"bfloat16": 0x7FC0, "float16": 0x7E00, "float32": 0x7FC00000}
 
 
+# Explicit mantissa bits: a value in [2^e, 2^(e+1)) is stored to 2^(e - bits).
+MANTISSA_BITS = {"bfloat16": 7, "float16": 10, "float32": 23}
+
+
 def storage_dtype(dtype: str) -> str:
     return STORAGE[dtype]
 
@@ -47,6 +51,13 @@ def round_to(xp: Any, values: Any, dtype: str) -> Any:
     if dtype == "float32":
         return values
     return to_float32(xp, from_float32(xp, values, dtype), dtype)
+
+
+def unit_in_last_place(xp: Any, magnitude: Any, dtype: str) -> Any:
+    """The spacing of ``dtype`` at each (non-negative float32) magnitude; 0 where it is 0."""
+    _, exponent = xp.frexp(magnitude)  # magnitude = m * 2**exponent, m in [0.5, 1)
+    spacing = xp.ldexp(xp.ones_like(magnitude), exponent - 1 - MANTISSA_BITS[dtype])
+    return xp.where(magnitude > 0, spacing, xp.zeros_like(magnitude))
 
 
 def poison(xp: Any, array: Any, dtype: str) -> None:
