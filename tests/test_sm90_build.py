@@ -34,8 +34,14 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
 
 @pytest.mark.parametrize(
     "defines",
-    [{}, {"SM90_D128_BLOCK_N": 128, "SM90_D256_BLOCK_N": 64}, {"SM90_PINGPONG": 0}],
-    ids=["defaults", "narrow-tiles", "no-turns"],
+    [
+        {},
+        {"SM90_D128_BLOCK_N": 128, "SM90_D256_BLOCK_N": 64},
+        {"SM90_PINGPONG": 0},
+        {"SM90_RESCALE_SLACK": 0},
+        {"SM90_D64_CONSUMERS": 2},
+    ],
+    ids=["defaults", "narrow-tiles", "no-turns", "exact-rescale", "d64-two-consumers"],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:
     report = ptxas_report(tmp_path, defines)

@@ -17,7 +17,9 @@
 //     registers as the A operand), waits for S_j only, masks it and runs the online softmax
 //     (fp32 registers, exp2) while P V is still on the tensor cores, then waits for P V and
 //     converts the new P to bf16; O is rescaled for the new row maxima at the next step, on
-//     the CUDA cores while S runs on the tensor cores; a last step finishes P V. The three
+//     the CUDA cores while S runs on the tensor cores; a last step finishes P V. The rescale
+//     is lazy (SM90_RESCALE_SLACK): a row's base moves only when its maximum rises more than
+//     8 above it (base 2), and a warp none of whose rows moved skips O's rescale. The three
 //     phases are straight-line code: a wgmma under a branch makes ptxas serialise them all
 //     (C7520).
 //   Turns (SM90_PINGPONG): consumers issue their GEMMs in round-robin turns (named barriers),
@@ -61,6 +63,16 @@ constexpr int kMaxConsumers = 3;
 #define SM90_PINGPONG 1
 #endif
 constexpr bool kPingPong = SM90_PINGPONG != 0;     // consumers take turns at the tensor cores
+#ifndef SM90_D64_CONSUMERS
+#define SM90_D64_CONSUMERS 3  // d64 query rows per CTA: 64 per consumer (2: 128 rows, 3: 192)
+#endif
+static_assert(SM90_D64_CONSUMERS == 2 || SM90_D64_CONSUMERS == 3, "SM90_D64_CONSUMERS: 2 or 3");
+#ifndef SM90_RESCALE_SLACK
+#define SM90_RESCALE_SLACK 8
+#endif
+// How far (base 2) a row's maximum may rise before O and the sum are rescaled to it; 0 rescales
+// at every rise, as the textbook online softmax does.
+constexpr float kRescaleSlack = static_cast<float>(SM90_RESCALE_SLACK);
 constexpr int kChunk = 64;                          // bf16 columns per swizzled chunk (128 B)
 constexpr int kRowBytes = 128;
 constexpr float kLog2e = 1.4426950408889634f;
@@ -84,7 +96,7 @@ template <int HEADDIM, int BLOCK_N>
 struct Shape {
     // d64 is bound by the exponentials: three consumers keep the tensor cores fed while two of
     // them exponentiate. Larger head dims need the registers of two.
-    static constexpr int kConsumers = HEADDIM == 64 ? 3 : 2;
+    static constexpr int kConsumers = HEADDIM == 64 ? SM90_D64_CONSUMERS : 2;
     static constexpr int kThreads = (kConsumers + 1) * kWarpgroupThreads;
     static constexpr int kBlockM = 64 * kConsumers;  // query rows per CTA
     // setmaxnreg: the producer keeps few, the consumers split the rest (64K per SM).
@@ -350,9 +362,14 @@ __device__ __forceinline__ void softmax_tile(float* sc, float* row_max, float* r
             mx = fmaxf(mx, fmaxf(sc[4 * i + 2 * r], sc[4 * i + 2 * r + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float shift = mx == -INFINITY ? 0.f : mx * sl2;  // no inf - inf
-        alpha[r] = fast_exp2(row_max[r] * sl2 - shift);
-        row_max[r] = mx;
+        // The base moves only when the new maximum is more than kRescaleSlack above it (base-2
+        // units; always from -inf): the exponentials then stay <= 2^kRescaleSlack, and O and
+        // the sum keep their scale (alpha = 1), so most steps of a long row rescale nothing.
+        const bool moves = mx * sl2 > row_max[r] * sl2 + kRescaleSlack;
+        const float base = moves ? mx : row_max[r];
+        const float shift = base == -INFINITY ? 0.f : base * sl2;  // no inf - inf
+        alpha[r] = moves ? fast_exp2(row_max[r] * sl2 - shift) : 1.f;
+        row_max[r] = base;
         float sum = 0.f;
 #pragma unroll
         for (int i = 0; i < BN / 8; ++i) {
@@ -368,6 +385,8 @@ __device__ __forceinline__ void softmax_tile(float* sc, float* row_max, float* r
 
 template <int HEADDIM>
 __device__ __forceinline__ void rescale(float* o, const float* alpha) {
+    // Warp-uniform: skipped where no row of the warp moved its base (alpha is 1 for all).
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
     for (int i = 0; i < HEADDIM / 8; ++i) {
         o[4 * i + 0] *= alpha[0];
