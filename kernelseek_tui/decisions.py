@@ -22,6 +22,7 @@ state from the ``eval`` and ``decision`` events of a trace, without firing anyth
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.noise import gain_threshold
 
 if TYPE_CHECKING:
     from kernelseek_tui.evaluate.result import EvalResult
@@ -100,6 +102,7 @@ class DecisionDetector:
         self.config = config or DecisionConfig()
         self._evals = 0
         self._best = self.config.start_best
+        self._best_noise: float | None = None  # the best's measured noise (None: the start)
         self._stale_passes = 0
         self._failures_in_row = 0
         self._finish_questions = 0
@@ -126,11 +129,17 @@ class DecisionDetector:
     def finish_questions_asked(self) -> int:
         return self._finish_questions
 
-    def observe_eval(self, verdict: str, speedup: float | None = None) -> DecisionMoment | None:
-        """Count one evaluation ("pass", "fail" or "error"); a plateau or failure streak or None."""
+    def observe_eval(
+        self, verdict: str, speedup: float | None = None, noise: float | None = None
+    ) -> DecisionMoment | None:
+        """Count one evaluation ("pass", "fail" or "error"); a plateau or failure streak or None.
+
+        ``noise``: the evaluation's measured relative noise (``summary.noise``); a speedup is a
+        new best when it beats the best by more than this noise and the best's combined (the
+        engine's rule for a new best), or by ``new_best_margin`` where neither measured any."""
         if verdict not in PASSING_VERDICTS | FAILING_VERDICTS:
             raise KernelseekError(f"unknown verdict {verdict!r}; expected pass, fail or error")
-        self._count_eval(verdict, speedup)
+        self._count_eval(verdict, speedup, noise)
         if verdict in PASSING_VERDICTS:
             if self._stale_passes >= self.config.plateau_evals and self._cooled(PLATEAU):
                 detail = (
@@ -146,7 +155,9 @@ class DecisionDetector:
 
     def observe_result(self, result: EvalResult) -> DecisionMoment | None:
         """``observe_eval`` for an ``EvalResult``: its verdict and geometric-mean speedup."""
-        return self.observe_eval(result.verdict, result.summary.geomean_speedup)
+        return self.observe_eval(
+            result.verdict, result.summary.geomean_speedup, result.summary.noise
+        )
 
     def observe_assistant_text(self, text: str) -> DecisionMoment | None:
         """A limit claim in the agent's text, or None."""
@@ -191,22 +202,24 @@ class DecisionDetector:
                 verdict = _field(event, "verdict")
                 # An eval row without a known verdict (an interrupted evaluation) judged nothing.
                 if verdict in PASSING_VERDICTS | FAILING_VERDICTS:
-                    detector._count_eval(verdict, _field(event, "speedup"))
+                    detector._count_eval(verdict, _field(event, "speedup"), _eval_noise(event))
             elif kind == "decision":
                 trigger = _field(event, "trigger")
                 if trigger in TRIGGERS:
                     detector._mark_fired(trigger)
         return detector
 
-    def _count_eval(self, verdict: str, speedup: float | None) -> None:
+    def _count_eval(self, verdict: str, speedup: float | None, noise: float | None) -> None:
         self._evals += 1
         if verdict in FAILING_VERDICTS:
             self._failures_in_row += 1
             return
         self._failures_in_row = 0
         usable = speedup is not None and math.isfinite(speedup)
-        if usable and speedup > self._best * (1 + self.config.new_best_margin):  # type: ignore[operator]
+        threshold = gain_threshold(noise, self._best_noise, self.config.new_best_margin)
+        if usable and speedup > self._best * (1 + threshold):  # type: ignore[operator]
             self._best = float(speedup)  # type: ignore[arg-type]
+            self._best_noise = noise
             self._stale_passes = 0
         else:
             self._stale_passes += 1
@@ -227,6 +240,19 @@ class DecisionDetector:
             self._failures_in_row = 0
         elif trigger == FINISH_REQUEST:
             self._finish_questions += 1
+
+
+def _eval_noise(event: Event | Mapping[str, Any]) -> float | None:
+    """An eval event's measured noise (attrs ``summary.noise``), where it recorded one."""
+    attrs = _field(event, "attrs")
+    if isinstance(attrs, str):  # trace rows and Event objects keep attrs as JSON text
+        try:
+            attrs = json.loads(attrs)
+        except ValueError:
+            return None
+    summary = attrs.get("summary") if isinstance(attrs, Mapping) else None
+    noise = summary.get("noise") if isinstance(summary, Mapping) else None
+    return float(noise) if isinstance(noise, int | float) and math.isfinite(noise) else None
 
 
 def _field(event: Event | Mapping[str, Any], name: str) -> Any:

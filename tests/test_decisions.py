@@ -126,6 +126,30 @@ def test_plateau_fires_after_k_passing_evals_without_a_new_best() -> None:
     assert "3 passing evaluations" in moment.detail and "1.5x" in moment.detail
 
 
+def test_a_new_best_for_the_plateau_is_one_outside_the_measured_noise() -> None:
+    # The engine's rule (evaluate.noise.is_new_best): 0.6% over the best with 0.2% noise on
+    # each is a step forward, where the fixed 1% margin said no; 3% inside 5% noise is not.
+    detector = DecisionDetector(DecisionConfig(plateau_evals=2))
+    assert detector.observe_eval("pass", 1.2, noise=0.002) is None  # new best over 1.0x
+    assert detector.observe_eval("pass", 1.207, noise=0.002) is None  # +0.6%: new best
+    assert detector.best_speedup == 1.207
+    assert detector.observe_eval("pass", 1.243, noise=0.05) is None  # +3% inside 5%: stale
+    moment = detector.observe_eval("pass", 1.2, noise=0.002)
+    assert moment is not None and moment.trigger == PLATEAU and detector.best_speedup == 1.207
+
+
+def test_replay_reads_each_evals_noise_from_its_summary() -> None:
+    summary = '{"summary": {"noise": 0.002}}'
+    events = [
+        Event("s", 0, "eval", verdict="pass", speedup=1.2, attrs=summary),
+        Event("s", 1, "eval", verdict="pass", speedup=1.207, attrs=summary),
+    ]
+    for rows in (events, [e.to_row() for e in events]):
+        replayed = DecisionDetector.replay(rows, DecisionConfig(plateau_evals=2))
+        assert replayed.best_speedup == 1.207  # the fixed 1% margin would have kept 1.2
+        assert replayed.passes_without_new_best == 0
+
+
 def test_failed_evals_neither_count_toward_nor_break_a_plateau() -> None:
     detector = DecisionDetector(DecisionConfig(plateau_evals=3, failure_streak=10))
     detector.observe_eval("pass", 1.5)

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from kernelseek_tui.evaluate.api import _finish
-from kernelseek_tui.evaluate.noise import combined_noise, geomean_noise
+from kernelseek_tui.evaluate.noise import combined_noise, geomean_noise, is_new_best
 from kernelseek_tui.evaluate.result import EvalResult, ScenarioResult
-from kernelseek_tui.session.engine.judging import is_new_best
 from kernelseek_tui.session.state import SessionState
 from kernelseek_tui.trace.schema import Event
 from tests.test_agent_tuner import tune

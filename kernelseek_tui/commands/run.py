@@ -126,8 +126,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--new-best-margin",
         type=float,
         metavar="F",
-        help=f"how much faster than the best so far counts as a new best, as a fraction "
-        f"(default {_DECISION_DEFAULTS.new_best_margin}: timing noise is no progress)",
+        help=f"how much faster than the best so far counts as a new best, as a fraction, where "
+        f"neither evaluation measured its own noise (default {_DECISION_DEFAULTS.new_best_margin}"
+        "; otherwise the gain must beat both evaluations' measured noise)",
     )
     decide.add_argument(
         "--questions",

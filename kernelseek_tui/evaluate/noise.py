@@ -26,3 +26,27 @@ def combined_noise(*noises: float | None) -> float | None:
     if not measured:
         return None
     return math.sqrt(sum(n * n for n in measured))
+
+
+def is_new_best(
+    speedup: float | None,
+    previous_best: float | None,
+    margin: float,
+    *,
+    noise: float | None = None,
+    previous_noise: float | None = None,
+) -> bool:
+    """Faster than the starting kernel (1.0x by definition) and every verified evaluation
+    before, by more than the timing noise: the noise measured in this run and in the best's
+    (each geomean's spread, combined), or ``margin`` where neither measured any (a stand-in
+    evaluator, a result from before spreads were recorded). A gain inside the noise is no step
+    forward, however large the noise; one outside it is, however small."""
+    floor = max(1.0, previous_best or 0.0) * (1.0 + gain_threshold(noise, previous_noise, margin))
+    return speedup is not None and speedup > floor
+
+
+def gain_threshold(noise: float | None, previous_noise: float | None, margin: float) -> float:
+    """The relative gain a figure must show over another to count as a step forward: both
+    figures' measured noise combined, or ``margin`` where neither measured any."""
+    measured = combined_noise(noise, previous_noise)
+    return measured if measured is not None else margin

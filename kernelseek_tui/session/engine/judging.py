@@ -9,7 +9,7 @@ from typing import Any
 
 from kernelseek_tui.decisions import DecisionMoment
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.evaluate.noise import combined_noise
+from kernelseek_tui.evaluate.noise import is_new_best
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import Candidate
 from kernelseek_tui.session.engine import evaluation
@@ -157,7 +157,7 @@ class JudgingMixin(EngineCore):
         )
         moment = None
         if objective and self._decisions_enabled:
-            moment = self.detector.observe_eval(result.verdict, speedup)
+            moment = self.detector.observe_eval(result.verdict, speedup, result.summary.noise)
         return ToolOutcome(text, data={"result": result, "committed": committed}), moment
 
     def commit_eval(
@@ -236,25 +236,6 @@ class JudgingMixin(EngineCore):
                 **extra,
             },
         )
-
-
-def is_new_best(
-    speedup: float | None,
-    previous_best: float | None,
-    margin: float,
-    *,
-    noise: float | None = None,
-    previous_noise: float | None = None,
-) -> bool:
-    """Faster than the starting kernel (1.0x by definition) and every verified evaluation
-    before, by more than the timing noise: the noise measured in this run and in the best's
-    (each geomean's spread, combined), or ``margin`` where neither measured any (a stand-in
-    evaluator, a result from before spreads were recorded). A gain inside the noise is no step
-    forward, however large the noise; one outside it is, however small."""
-    measured = combined_noise(noise, previous_noise)
-    threshold = measured if measured is not None else margin
-    floor = max(1.0, previous_best or 0.0) * (1.0 + threshold)
-    return speedup is not None and speedup > floor
 
 
 def _describe_sets(task: Task, sets: list[str] | None) -> str:
