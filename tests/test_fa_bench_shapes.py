@@ -1,10 +1,11 @@
-"""fa_bench's shape filter: a profiler run must get exactly the shape it names."""
+"""fa_bench's shape filter (a profiler run must get exactly the shape it names), its names for
+repeated sources and its rotated order."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.fa_bench import bench_shapes
+from benchmarks.fa_bench import bench_shapes, candidate_names, turn_order
 from kernelseek_tui.task import load_task
 
 TASK = load_task(Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd")
@@ -26,3 +27,22 @@ def test_three_tags_name_one_shape() -> None:
 
 def test_an_unknown_tag_keeps_nothing() -> None:
     assert bench_shapes(TASK, "d96") == []
+
+
+def test_a_source_given_twice_gets_two_names() -> None:
+    sources = [Path("a/v14.cu"), Path("b/v18.cu"), Path("v14.cu"), Path("c/v14.cu")]
+    assert candidate_names(sources) == ["v14", "v18", "v14#2", "v14#3"]
+
+
+def test_every_entry_takes_every_position_equally_often_over_the_bench_set() -> None:
+    entries = ["v14", "v18", "fa3", "cudnn"]
+    orders = [turn_order(entries, i, rotate=True) for i in range(36)]
+    for order in orders:
+        assert sorted(order) == sorted(entries)
+    for entry in entries:
+        positions = [order.index(entry) for order in orders]
+        assert all(positions.count(p) == 9 for p in range(4)), (entry, positions)
+
+
+def test_a_fixed_order_is_the_order_given() -> None:
+    assert turn_order(["a", "b", "fa3"], 5, rotate=False) == ["a", "b", "fa3"]
