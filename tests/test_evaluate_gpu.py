@@ -3,6 +3,7 @@ with a reason a kernel engineer can act on, while the next evaluation still work
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TASK_DIR = ROOT / "kernels" / "flash_fwd"
 SMALL = Path(__file__).parent / "data" / "flash_small.toml"
 TIMED = Path(__file__).parent / "data" / "flash_timed.toml"
+TIMED_TEN = Path(__file__).parent / "data" / "flash_timed_ten.toml"
 KERNELS = Path(__file__).parent / "kernels"
 
 
@@ -126,6 +128,50 @@ def test_inputs_rewritten_during_the_timed_calls_are_caught(task, tmp_path: Path
     assert result.verdict == "fail"
     text = " ".join(result.reasons)
     assert "modified inputs" in text, text
+
+
+NOTHING_TO_COMPUTE = (
+    "    if (batch <= 0 || p.seqlen_q <= 0 || p.nheads <= 0) return 0;  // nothing to compute"
+)
+
+
+def test_a_kernel_that_works_on_one_call_in_four_is_caught_at_a_measured_call(
+    task, tmp_path: Path
+) -> None:
+    # It computes on one call in four and on any call that finds its stream idle (the judge
+    # synchronises the device before each scenario's checked first call, so that call is
+    # right); every other call returns at once, leaving the outputs of an earlier call. Before
+    # the judged measured call, the skipped calls' outputs were right for inputs that stayed the
+    # same through the measured calls. Now the inputs change before every measured call and one
+    # measured call per scenario, drawn at random, is judged: it is a skipped one with
+    # probability about 3/4, so all ten scenarios miss with probability about 1e-6.
+    source = _variant(
+        tmp_path,
+        "works_one_call_in_four",
+        NOTHING_TO_COMPUTE,
+        NOTHING_TO_COMPUTE + "\n"
+        "    static unsigned long long calls = 0;\n"
+        "    if (++calls % 4 != 0) {\n"
+        "        const bool idle = cudaStreamQuery(stream) == cudaSuccess;\n"
+        "        (void)cudaGetLastError();  // a busy stream's answer is no error of ours\n"
+        "        if (!idle) return 0;\n"
+        "    }",
+    )
+    result = evaluate(task, source, scenarios_file=TIMED_TEN, compare=False)
+    assert result.verdict == "fail", result.reasons
+    reasons = [reason for scenario in result.scenarios for reason in scenario.reasons]
+    named = [r for r in reasons if r.startswith("measured call ")]
+    assert named, reasons
+    assert re.match(r"measured call \d+ of \d+ \(input set \d+\): (out|lse): ", named[0]), named
+
+
+def test_the_starting_kernel_passes_with_judged_measured_calls_and_peers(task) -> None:
+    # The judged measured call, the perturbations and their replay on an honest kernel, in both
+    # timed runs: every scenario here is short enough (under 5 ms) to be timed again after the
+    # peers, where set 0's outputs are now judged against a fresh reference.
+    result = evaluate(task, task.source, scenarios_file=TIMED_TEN)
+    assert result.verdict == "pass", result.reasons
+    assert all(s.passed and s.ms for s in result.scenarios), [s.reasons for s in result.scenarios]
 
 
 def test_work_on_another_stream_is_caught(task, tmp_path: Path) -> None:

@@ -138,3 +138,87 @@ def test_a_fast_host_launch_gets_no_hold() -> None:
     gpu = FakeGpu(kernel_ms=5.0, flush_ms=0.1)
     time_calls(gpu.cp, gpu.stream, gpu.call, 2, Timing(method="flushed"))
     assert "hold" not in gpu.log
+
+
+class RecordingHooks:
+    """MeasuredCallHooks that log what they are told and keep the stand-in GPU busy for
+    ``busy_ms`` each time (the evaluator's perturbation and copies), so any of their work that
+    fell between a pair of events would show in the samples."""
+
+    def __init__(self, gpu: FakeGpu, busy_ms: float) -> None:
+        self.gpu, self.busy_ms = gpu, busy_ms
+        self.plans: list[tuple[int, int]] = []
+        self.before: list[list[tuple[int, int]]] = []
+        self.after: list[list[tuple[int, int]]] = []
+
+    def plan(self, calls: int, calls_per_sample: int) -> None:
+        self.plans.append((calls, calls_per_sample))
+        self.gpu.log.append("plan")
+
+    def before_sample(self, calls) -> None:
+        self.before.append([tuple(c) for c in calls])
+        self.gpu.now += self.busy_ms
+        self.gpu.log.append(f"before {calls[0].ordinal}")
+
+    def after_sample(self, calls) -> None:
+        self.after.append([tuple(c) for c in calls])
+        self.gpu.now += self.busy_ms
+        self.gpu.log.append(f"after {calls[-1].ordinal}")
+
+
+def test_flushed_hooks_run_around_every_measured_call_outside_its_events() -> None:
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    hooks = RecordingHooks(gpu, busy_ms=3.0)
+    marks: list[int] = []
+    timing = Timing(method="flushed", warmup_ms=2, rep_ms=4, max_reps=40)
+    stats = time_calls(
+        gpu.cp,
+        gpu.stream,
+        gpu.call,
+        3,
+        timing,
+        after_warmup=lambda: marks.append(len(gpu.log)),
+        hooks=hooks,
+    )
+    # 3 ms of hook work per call, and not a microsecond of it in the samples
+    assert stats.median_ms == pytest.approx(0.2)
+    assert max(stats.samples_ms) == pytest.approx(0.2)
+    calls = len(stats.samples_ms)
+    assert hooks.plans == [(calls, 1)]
+    measured = [[(k, k % 3)] for k in range(calls)]
+    assert hooks.before == measured and hooks.after == measured
+    # the plan comes after the refill, and each call sits between its own hooks, after its flush
+    assert gpu.log.index("plan") >= marks[0]
+    for k in range(calls):
+        at = gpu.log.index(f"before {k}")
+        assert gpu.log[at : at + 4] == ["before " + str(k), "flush", f"call {k % 3}", f"after {k}"]
+
+
+def test_batched_hooks_run_only_at_batch_boundaries() -> None:
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    hooks = RecordingHooks(gpu, busy_ms=3.0)
+    timing = Timing(method="batched", warmup_ms=2, rep_ms=4, max_reps=40)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.call, 2, timing, hooks=hooks)
+    assert stats.median_ms == pytest.approx(0.2)
+    batch = stats.calls_per_sample
+    assert batch >= 2 and batch % 2 == 0
+    assert hooks.plans == [(len(stats.samples_ms) * batch, batch)]
+    for rep, (before, after) in enumerate(zip(hooks.before, hooks.after, strict=True)):
+        expected = [(rep * batch + i, i % 2) for i in range(batch)]
+        assert before == expected and after == expected
+        # the whole batch runs back to back between the two hooks
+        at = gpu.log.index(f"before {rep * batch}")
+        between = gpu.log[at + 1 : gpu.log.index(f"after {rep * batch + batch - 1}")]
+        assert between == [f"call {i % 2}" for i in range(batch)]
+
+
+def test_without_hooks_nothing_changes() -> None:
+    plain = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    hooked = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    timing = Timing(method="flushed", warmup_ms=2, rep_ms=4, max_reps=40)
+    a = time_calls(plain.cp, plain.stream, plain.call, 2, timing)
+    b = time_calls(
+        hooked.cp, hooked.stream, hooked.call, 2, timing, hooks=RecordingHooks(hooked, 0)
+    )
+    assert a.samples_ms == b.samples_ms
+    assert [e for e in hooked.log if not e.startswith(("before", "after", "plan"))] == plain.log

@@ -11,6 +11,10 @@ outlasts its kernel, and up to 10% high on long ones, where a warm L2 and overla
 
 A second, device-synchronised wall-clock measurement of the same calls catches work that the
 events cannot see (a kernel launched on another stream).
+
+The evaluator may hook the measured calls (``MeasuredCallHooks``): its work runs on the same
+stream just before a sample's flush and just after its end event, never between a pair of
+events, so it adds wall time but no timed time.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from kernelseek_tui.task import Timing
 
@@ -49,6 +53,29 @@ class TimingStats:
         return (high - low) / self.median_ms
 
 
+class MeasuredCall(NamedTuple):
+    ordinal: int  # 0-based, among the measured calls of one `time_calls`
+    set_index: int  # the input set it runs on
+
+
+class MeasuredCallHooks(Protocol):
+    """The evaluator's work around the measured calls (not the probe, warm-up or cross-check).
+
+    A sample is what one pair of events brackets: one call for "flushed", a batch of
+    back-to-back calls for "batched". Measured call ``k`` always runs on set ``k % n_sets``.
+    """
+
+    def plan(self, calls: int, calls_per_sample: int) -> None:
+        """Called once, after ``after_warmup`` and before the first measured call: ``calls``
+        measured calls follow, ``calls_per_sample`` of them between each pair of events."""
+
+    def before_sample(self, calls: Sequence[MeasuredCall]) -> None:
+        """Before the sample's flush (or its start event, for "batched")."""
+
+    def after_sample(self, calls: Sequence[MeasuredCall]) -> None:
+        """After the sample's end event is enqueued."""
+
+
 def time_calls(
     cp: Any,
     stream: Any,
@@ -56,21 +83,31 @@ def time_calls(
     n_sets: int,
     timing: Timing,
     after_warmup: Callable[[], None] | None = None,
+    hooks: MeasuredCallHooks | None = None,
 ) -> TimingStats:
     """Median milliseconds per call of ``call(set_index)``, rotating through ``n_sets`` sets.
 
     ``after_warmup`` runs between the warm-up and the measured calls (on the same stream): the
     evaluator changes the inputs there, so that the measured calls must really compute.
+    ``hooks`` run around every measured sample, outside its events (see MeasuredCallHooks).
     """
     if timing.method == "flushed":
-        return _time_flushed(cp, stream, call, n_sets, timing, after_warmup)
+        return _time_flushed(cp, stream, call, n_sets, timing, after_warmup, hooks)
     start, end = cp.cuda.Event(), cp.cuda.Event()
 
-    def run_batch(calls: int, offset: int = 0) -> float:
+    def run_batch(calls: int, first_ordinal: int | None = None) -> float:
+        """``calls`` back-to-back calls from set 0; ``first_ordinal``: the ordinal of the
+        batch's first call when the batch is measured (and so hooked)."""
+        measured: list[MeasuredCall] = []
+        if hooks is not None and first_ordinal is not None:
+            measured = [MeasuredCall(first_ordinal + i, i % n_sets) for i in range(calls)]
+            hooks.before_sample(measured)
         start.record(stream)
         for i in range(calls):
-            call((offset + i) % n_sets)
+            call(i % n_sets)
         end.record(stream)
+        if hooks is not None and measured:
+            hooks.after_sample(measured)
         end.synchronize()
         return cp.cuda.get_elapsed_time(start, end)
 
@@ -83,7 +120,9 @@ def time_calls(
     if after_warmup is not None:
         after_warmup()
     reps = int(min(timing.max_reps, max(timing.min_reps, timing.rep_ms / (estimate * calls))))
-    samples = [run_batch(calls) / calls for _ in range(reps)]
+    if hooks is not None:
+        hooks.plan(reps * calls, calls)
+    samples = [run_batch(calls, first_ordinal=rep * calls) / calls for rep in range(reps)]
     stats = TimingStats(
         median_ms=statistics.median(samples), samples_ms=samples, calls_per_sample=calls
     )
@@ -143,19 +182,27 @@ def _time_flushed(
     n_sets: int,
     timing: Timing,
     after_warmup: Callable[[], None] | None,
+    hooks: MeasuredCallHooks | None,
 ) -> TimingStats:
     flush = _l2_flush_buffer(cp)
 
     def flush_l2() -> None:
         cp.cuda.runtime.memsetAsync(flush.data.ptr, 0, flush.nbytes, stream.ptr)
 
-    def enqueue(count: int) -> list[tuple[Any, Any]]:
+    def enqueue(count: int, hooked: MeasuredCallHooks | None = None) -> list[tuple[Any, Any]]:
         events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(count)]
         for i, (start, end) in enumerate(events):
+            # The hooks' work goes before the flush, so the flush leaves the call a cold L2
+            # whatever they read or wrote.
+            measured = (MeasuredCall(i, i % n_sets),)
+            if hooked is not None:
+                hooked.before_sample(measured)
             flush_l2()
             start.record(stream)
             call(i % n_sets)
             end.record(stream)
+            if hooked is not None:
+                hooked.after_sample(measured)
         return events
 
     def elapsed(events: list[tuple[Any, Any]]) -> list[float]:
@@ -182,10 +229,15 @@ def _time_flushed(
     deficit = max(0.0, (host_ms - gpu_ms) * (warmup + reps))
     if deficit > 0:
         _hold_stream(cp, stream, min(_MAX_HEAD_START_MS, 1.2 * deficit + 1.0))
+    # The hooks' host time is not in the probe above, so no hold is sized for it: the evaluator's
+    # hooks launch one small kernel per sample, estimated (not measured) to cost the host less
+    # than the flush of at least 64 MiB costs the GPU in the same sample.
     enqueue(warmup)
     if after_warmup is not None:
         after_warmup()
-    samples = elapsed(enqueue(reps))
+    if hooks is not None:
+        hooks.plan(reps, 1)
+    samples = elapsed(enqueue(reps, hooks))
     median = statistics.median(samples)
     stats = TimingStats(median_ms=median, samples_ms=samples, calls_per_sample=1)
     # The cross-check needs enough back-to-back calls for its wall clock to mean something.

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import random
+import secrets
 import sys
 import time
 import traceback
@@ -30,6 +31,8 @@ from kernelseek_tui.evaluate.buffers import GuardedTensor, allocate, fill_random
 from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
+from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
+from kernelseek_tui.evaluate.perturb import SignFlipper
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls
 from kernelseek_tui.task import Task, load_task
@@ -83,6 +86,9 @@ class Evaluation:
         self.request = request
         self.task: Task = load_task(request["task_dir"])
         self.seed = int(request["seed"])
+        # Fresh for every evaluation, beside the seed: which measured call is judged and how the
+        # inputs are perturbed must not be predictable from the request.
+        self.entropy = secrets.randbits(128)
         self.phase = "setup"
         self.scenario: tuple[int, str] | None = None  # (index, name) of the one being judged
         if cp.cuda.runtime.getDeviceCount() < 1:
@@ -178,8 +184,10 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         result.passed = True
         return result
 
-    # 2. Timing; inputs change in place between warm-up and the measured calls, and the outputs
-    # of the measured calls themselves are then judged, so no result can be cached by address.
+    # 2. Timing; inputs change in place between warm-up and the measured calls and again before
+    # each measured call, and the outputs of the measured calls themselves are then judged (one
+    # drawn at random, and the last on each set), so no result can be cached by address or by
+    # content.
     progress("time")
 
     # What the inputs held when the measured calls began: the judge's reference is built from
@@ -198,14 +206,24 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         if launches[i]() != 0:
             raise LaunchFailed
 
+    # Every measured call sees freshly perturbed inputs, and one of them, drawn at random, is
+    # judged on its own outputs (judged_call.py). The perturbations are replayed on `pristine`
+    # afterwards, so it holds what the inputs must hold then.
+    judging = random.Random(f"{ev.seed}:{index}:{result.name}:judged:{ev.entropy}")
+    watch = _watch_measured_calls(ev, sets, judging)
     try:
-        stats = time_calls(cp, ev.stream, call, n_sets, task.timing, after_warmup=refill)
+        stats = time_calls(
+            cp, ev.stream, call, n_sets, task.timing, after_warmup=refill, hooks=watch
+        )
     except LaunchFailed:
         result.passed = False
         result.reasons.append("ks_launch returned nonzero while being timed")
         return result
     ev.sync("the timed calls")
+    seen = _replay_perturbations(ev, watch, pristine)
     if not _inputs_kept(ev, sets, pristine, result, "the timed calls"):
+        return result
+    if not _judged_call_passes(ev, watch, seen, int_names, floats, result):
         return result
     set0_reference: dict[str, Any] = {}
     for i, tensors in enumerate(sets):
@@ -241,14 +259,19 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     # skipped for slow kernels, whose few long calls drift little against their own length.
     if ev.peers.names and stats.median_ms * stats.calls_per_sample < 5.0:
         progress("time")
-        again = time_calls(cp, ev.stream, call, n_sets, task.timing)
+        # Judged like the first run: perturbed inputs, one measured call at random, the inputs
+        # as they must be, and set 0's last outputs (against a fresh reference: the
+        # perturbations moved its inputs away from the ones the peers saw).
+        watch = _watch_measured_calls(ev, sets, judging, "timed after the peers")
+        again = time_calls(cp, ev.stream, call, n_sets, task.timing, hooks=watch)
         ev.sync("the timed calls")
-        # The second run's calls are judged too: the inputs as they were, and set 0's outputs
-        # against the reference already built for them.
+        seen = _replay_perturbations(ev, watch, pristine)
         if not _inputs_kept(ev, sets, pristine, result, "the calls timed after the peers"):
             return result
-        if not _judge_against(
-            ev, sets[0], set0_reference, result, "call timed after the peers on input set 0"
+        if not _judged_call_passes(ev, watch, seen, int_names, floats, result):
+            return result
+        if not _judge(
+            ev, sets[0], int_names, floats, result, "call timed after the peers on input set 0"
         ):
             return result
         both = TimingStats(median_ms=0.0, samples_ms=[*stats.samples_ms, *again.samples_ms])
@@ -331,6 +354,83 @@ def _inputs_kept(
     return not changed
 
 
+def _watch_measured_calls(
+    ev: Evaluation, sets: list[dict[str, GuardedTensor]], rng: random.Random, label: str = ""
+) -> MeasuredCallWatch:
+    """The hooks of one timed run: a sign-flip kernel per input set, and buffers of their own
+    for the judged call's tensors, allocated now rather than between the measured calls."""
+    cp, task = ev.cp, ev.task
+    flippers = [
+        SignFlipper(cp, [(tensors[spec.name].body, spec.dtype) for spec in task.inputs])
+        for tensors in sets
+    ]
+    aside = {name: cp.empty_like(tensor.body) for name, tensor in sets[0].items()}
+
+    def perturb(set_index: int, key: int) -> None:
+        flippers[set_index](key)
+
+    def copy_aside(set_index: int) -> dict[str, Any]:
+        for name, tensor in sets[set_index].items():
+            aside[name].data.copy_from_device_async(tensor.body.data, tensor.body.nbytes, ev.stream)
+        return aside
+
+    return MeasuredCallWatch(len(sets), rng, perturb, copy_aside, label)
+
+
+def _replay_perturbations(
+    ev: Evaluation, watch: MeasuredCallWatch, snapshots: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Apply the run's perturbations to ``snapshots`` (the inputs as the measured calls began),
+    which then hold what the inputs must hold now; returns a copy of the inputs the judged call
+    saw."""
+    ev.enter("judge")
+    if watch.judged is None:
+        raise FatalError("the measured calls ran without a call chosen to judge", "error")
+    cp, task = ev.cp, ev.task
+    flippers = [
+        SignFlipper(cp, [(snapshot[spec.name], spec.dtype) for spec in task.inputs])
+        for snapshot in snapshots
+    ]
+    seen: dict[str, Any] = {}
+
+    def apply(set_index: int, key: int) -> None:
+        flippers[set_index](key)
+
+    def capture(set_index: int) -> None:
+        seen.update({name: array.copy() for name, array in snapshots[set_index].items()})
+
+    replay(watch.log, watch.judged, apply, capture)
+    ev.stream.synchronize()
+    return seen
+
+
+def _judged_call_passes(
+    ev: Evaluation,
+    watch: MeasuredCallWatch,
+    seen: dict[str, Any],
+    int_names: dict[str, int],
+    floats: dict[str, float],
+    result: ScenarioResult,
+) -> bool:
+    """The judged measured call's copied outputs within tolerance of the reference for the
+    inputs it saw (``seen``), and its copied inputs equal to those."""
+    what = watch.describe()
+    if watch.aside is None:
+        raise FatalError(f"{what} was never copied aside", "error")
+    aside = watch.aside
+    changed = [
+        name for name, array in seen.items() if not bool(ev.cp.array_equal(array, aside[name]))
+    ]
+    if changed:
+        result.passed = False
+        named = ", ".join(repr(name) for name in changed)
+        result.reasons.append(f"{what} modified inputs (inputs are read-only): {named}")
+        return False
+    reference = _reference(ev, seen, int_names, floats)
+    outputs = {spec.name: aside[spec.name] for spec in ev.task.outputs}
+    return _outputs_checked(ev, outputs, reference, result, what)
+
+
 def _judge(
     ev: Evaluation,
     tensors: dict[str, GuardedTensor],
@@ -341,7 +441,8 @@ def _judge(
 ) -> bool:
     """Guards intact and every output within tolerance of the reference for these inputs."""
     ev.enter("judge")  # the harness's work from here: the candidate's calls have finished
-    reference = _reference(ev, tensors, int_names, floats)
+    inputs = {spec.name: tensors[spec.name].body for spec in ev.task.inputs}
+    reference = _reference(ev, inputs, int_names, floats)
     ev.last_reference = reference
     return _judge_against(ev, tensors, reference, result, what)
 
@@ -362,12 +463,27 @@ def _judge_against(
         if not tensor.guards_intact(cp):
             result.passed = False
             result.reasons.append(f"{what}: wrote outside tensor {name!r} (guard band changed)")
+    outputs = {spec.name: tensors[spec.name].body for spec in task.outputs}
+    return _outputs_checked(ev, outputs, reference, result, what)
+
+
+def _outputs_checked(
+    ev: Evaluation,
+    outputs: dict[str, Any],
+    reference: dict[str, Any],
+    result: ScenarioResult,
+    what: str,
+) -> bool:
+    """Every output (a device array by name) within tolerance of ``reference``."""
+    cp, task = ev.cp, ev.task
+    if ev.phase != "judge":
+        ev.enter("judge")
     for spec in task.outputs:
         check = check_output(
             cp,
             spec.name,
             spec.dtype,
-            tensors[spec.name].body,
+            outputs[spec.name],
             reference[spec.name],
             reference.get(f"{spec.name}:lowp"),
             task.tolerances[spec.name],
@@ -387,13 +503,14 @@ def _judge_against(
 
 def _reference(
     ev: Evaluation,
-    tensors: dict[str, GuardedTensor],
+    bodies: dict[str, Any],
     int_names: dict[str, int],
     floats: dict[str, float],
 ) -> dict[str, Any]:
+    """The task's reference for the inputs in ``bodies`` (device arrays in storage form)."""
     cp, task = ev.cp, ev.task
     phase, ev.phase = ev.phase, "reference"
-    inputs = {s.name: _as_float32(cp, tensors[s.name], s.dtype) for s in task.inputs}
+    inputs = {s.name: to_float32(cp, bodies[s.name], s.dtype) for s in task.inputs}
     lowp_dtypes = [s.dtype for s in task.outputs if task.tolerances[s.name].rule == "lowp"]
     lowp = (lambda x: round_to(cp, x, lowp_dtypes[0])) if lowp_dtypes else None
     try:
@@ -407,10 +524,6 @@ def _reference(
         ) from error
     ev.phase = phase
     return reference
-
-
-def _as_float32(cp: Any, tensor: GuardedTensor, dtype: str) -> Any:
-    return to_float32(cp, tensor.body, dtype)
 
 
 def _time_peer(
