@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _no_spare_outlives_its_test() -> Iterator[None]:
+    """Kill the spare workers a test's loop of evaluations left ready (each test's stand-in
+    worker is its own script, so no later test could use them anyway)."""
+    yield
+    api = sys.modules.get("kernelseek_tui.evaluate.api")
+    if api is not None:
+        api.SPARES.close()
 
 
 @pytest.fixture()

@@ -7,6 +7,7 @@ returns its outputs by name, or a string saying why the peer is absent for this 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -22,13 +23,30 @@ def prepare(
     return f"unknown comparator {name!r}"
 
 
+def preload() -> None:
+    """Import the peers' libraries before any request (the harness calls this in a worker
+    started ahead of its evaluation): FA3's library is large to load. Nothing runs on the GPU;
+    a failure is left for ``prepare``, which reports it."""
+    with contextlib.suppress(Exception):
+        _import_fa3()
+    with contextlib.suppress(Exception):
+        import torch.nn.attention  # noqa: F401
+        import torch.nn.functional  # noqa: F401
+
+
+def _import_fa3() -> Callable[..., Any]:
+    import fa3_fwd_config
+
+    # The wheel's interface module imports its config under the upstream name.
+    sys.modules.setdefault("flash_attn_config", fa3_fwd_config)
+    from fa3_fwd_interface import flash_attn_func
+
+    return flash_attn_func
+
+
 def _fa3(tensors: dict[str, Any], fields: dict[str, int], floats: dict[str, float]):
     try:
-        import fa3_fwd_config
-
-        # The wheel's interface module imports its config under the upstream name.
-        sys.modules.setdefault("flash_attn_config", fa3_fwd_config)
-        from fa3_fwd_interface import flash_attn_func
+        flash_attn_func = _import_fa3()
     except Exception as error:  # an absent or broken wheel: report it, never guess a number
         return f"fa3_fwd not importable ({type(error).__name__}: {error})"
     q, k, v = tensors["q"], tensors["k"], tensors["v"]

@@ -106,7 +106,8 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
         if args.evaluator:
             extra = {"device": device} if device is not None else {}
             return load_evaluator_factory(args.evaluator)(task, **extra)
-        return TaskEvaluator(task, device=device, compare=not args.no_compare)
+        # A bisect judges candidates one after another: each leaves the next one's worker ready.
+        return TaskEvaluator(task, device=device, compare=not args.no_compare, prestart_next=True)
 
     slots = EvalSlots(task, {gpu: make(gpu) for gpu in gpus}) if gpus else None
     judge_candidate = candidate_judge(

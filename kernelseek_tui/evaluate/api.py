@@ -4,7 +4,8 @@ The static checks and the build need no GPU, so a forbidden include is reported 
 on any machine. Correctness and timing run in ``evaluate.worker``, a subprocess watched for a
 stall (no progress for as long as the phase it is in allows: ``evaluate.stall``) and an overall
 timeout; a hung kernel, an illegal address or a segfault ends that evaluation with a named
-reason, and the next one starts fresh.
+reason, and the next one starts fresh. With ``prestart_next`` (evaluations in a loop) the next
+evaluation's worker is started as this one's ends, and waits ready (``evaluate.spare``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ from kernelseek_tui.evaluate.result import (
     ScenarioResult,
     geomean,
 )
+from kernelseek_tui.evaluate.spare import (
+    STANDBY_GRACE_S,
+    SpareKey,
+    SpareWorkers,
+    kill_worker,
+    start_worker,
+)
 from kernelseek_tui.evaluate.stall import StallLimits, expected_call_ms, phase_limit
 from kernelseek_tui.scenarios import Scenario
 from kernelseek_tui.task import Task
@@ -47,6 +55,8 @@ Progress = Callable[[str, int, int], None]  # (message, done, total)
 DEFAULT_STALL_TIMEOUT_S = 180.0
 # The worker process; tests stand in scripted workers to exercise the watchdog without a GPU.
 WORKER_COMMAND = [sys.executable, "-m", "kernelseek_tui.evaluate.worker"]
+# Workers started ahead of the evaluations that will use them (``prestart_next``).
+SPARES = SpareWorkers()
 
 
 @dataclass(slots=True)
@@ -103,6 +113,7 @@ def evaluate(
     compare: bool = True,
     timed: bool | None = None,
     progress: Progress | None = None,
+    prestart_next: bool = False,
 ) -> EvalResult:
     """Judge ``source`` on the task's objective (or the named sets / file).
 
@@ -110,6 +121,9 @@ def evaluate(
     KernelseekError only for a bad request (a missing source, an unknown set or knob).
     ``stall_timeout_s`` is the longest the worker may stay silent in any phase; where the
     candidate's code runs, ``stall_limits`` scale a shorter limit from the scenario.
+    ``prestart_next``: when the worker is done, leave a spare ready for the next evaluation of
+    this task on this GPU (for loops: a session, the tuner, a pool; a one-shot command leaves it
+    off, so nothing outlives it).
     """
     started = time.monotonic()
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
@@ -201,10 +215,12 @@ def evaluate(
     harness_error = _run_worker(
         request,
         result,
+        command=worker_command(task, peers=compare and bool(task.comparators)),
         device=device,
         timeout_s=limit,
         stall=watch,
         notify=notify,
+        prestart_next=prestart_next,
     )
     if baseline_is_candidate:
         result.summary.baseline_timing = "the candidate is the starting kernel"
@@ -251,16 +267,15 @@ def _scenario_flops(task: Task, planned: list[_Planned]) -> dict[str, float | No
         return {}
 
 
-def _run_worker(
-    request: dict[str, Any],
-    result: EvalResult,
-    *,
-    device: int | str | None,
-    timeout_s: float,
-    stall: _StallWatch,
-    notify: Progress,
-) -> bool:
-    """Run the worker, filling ``result.scenarios``; True when the harness itself failed."""
+def worker_command(task: Task, *, peers: bool) -> list[str]:
+    """The worker's command line: what it may ready before its request (the task's
+    comparators with ``peers``), and how long it waits for one when started as a spare."""
+    command = [*WORKER_COMMAND, "--task-dir", str(task.dir)]
+    command += ["--standby-limit", f"{SPARES.max_age_s + STANDBY_GRACE_S:g}"]
+    return [*command, "--peers"] if peers else command
+
+
+def _worker_env(device: int | str | None) -> dict[str, str]:
     env = dict(os.environ)
     if device is not None:
         # An index counts within what this process may see, as CUDA itself would count it.
@@ -272,20 +287,33 @@ def _run_worker(
             chosen = visible[device]
         env["CUDA_VISIBLE_DEVICES"] = chosen
     env["PYTHONUNBUFFERED"] = "1"
-    process = subprocess.Popen(
-        WORKER_COMMAND,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,  # its own process group: a kill takes any children too
-    )
+    return env
+
+
+def _run_worker(
+    request: dict[str, Any],
+    result: EvalResult,
+    *,
+    command: list[str],
+    device: int | str | None,
+    timeout_s: float,
+    stall: _StallWatch,
+    notify: Progress,
+    prestart_next: bool,
+) -> bool:
+    """Run the worker, filling ``result.scenarios``; True when the harness itself failed."""
+    env = _worker_env(device)
+    key = SpareKey(env.get("CUDA_VISIBLE_DEVICES"), request["task_dir"], tuple(command))
+    # A spare, when one is ready, has done its set-up already; it has judged nothing.
+    process = SPARES.take(key) or start_worker(command, env)
     stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
     drain = threading.Thread(target=_drain, args=(process.stderr, stderr_tail), daemon=True)
     drain.start()
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(json.dumps(request).encode())
-    process.stdin.close()
+    assert process.stdout is not None
+    # The watchdog's clocks start with the request (below): a spare's set-up before it is
+    # not this evaluation's time. The request goes from a thread: a worker still setting up
+    # reads it only after, and a large request must not block the watchdog meanwhile.
+    sender = _send_request(process, json.dumps(request).encode())
 
     index_of = {s.name: i for i, s in enumerate(result.scenarios)}
     total = len(result.scenarios)
@@ -343,9 +371,13 @@ def _run_worker(
                 finished = True
     selector.close()
     if stopped_for is not None:
-        _kill(process)
+        kill_worker(process)
     process.wait()
     drain.join(timeout=2)
+    sender.join(timeout=2)
+    if prestart_next:
+        # Only now: a worker readying its GPU beside one being timed would disturb the timing.
+        SPARES.prestart(key, lambda: start_worker(command, env))
 
     scenario_name, phase = current
     if finished and fatal is None:
@@ -379,14 +411,25 @@ def _scenario_from(raw: dict[str, Any]) -> ScenarioResult:
     return ScenarioResult(**raw)
 
 
+def _send_request(process: subprocess.Popen[bytes], payload: bytes) -> threading.Thread:
+    """Write the request to the worker's stdin and close it, from a thread of its own."""
+
+    def send() -> None:
+        assert process.stdin is not None
+        # A worker dead before reading gets nothing; the watchdog's loop names how it ended.
+        with contextlib.suppress(OSError):
+            process.stdin.write(payload)
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+
+    sender = threading.Thread(target=send, daemon=True, name="kernelseek-request")
+    sender.start()
+    return sender
+
+
 def _drain(stream: Any, tail: collections.deque[str]) -> None:
     for raw in iter(stream.readline, b""):
         tail.append(raw.decode(errors="replace").rstrip()[:300])
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):  # it may have exited on its own
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 def _signal_name(code: int | None) -> str | None:

@@ -7,6 +7,7 @@ here and nowhere else in the evaluator; a missing torch or peer is reported, nev
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 from collections.abc import Callable
@@ -49,6 +50,19 @@ class PeerRunner:
             self._module = load_module(module_path, "kernelseek_task_comparators")
         except Exception as error:  # no torch, no CUDA torch, a broken module: all "absent"
             self.absent_reason = f"comparators unavailable ({type(error).__name__}: {error})"
+
+    def preload(self) -> None:
+        """Do now what the first peer call would otherwise do first: initialise torch's CUDA
+        state and load the peers' libraries (the module's optional ``preload()``). A failure is
+        left for that call, which reports it as it always has."""
+        if self._module is None:
+            return
+        with contextlib.suppress(Exception):
+            self._torch.cuda.init()
+        hook = getattr(self._module, "preload", None)
+        if callable(hook):
+            with contextlib.suppress(Exception):
+                hook()
 
     def stream_context(self) -> AbstractContextManager[Any]:
         if self._torch is None:

@@ -1,7 +1,9 @@
 """A pool of evaluation slots, one per visible GPU, so a tuner or a bisect can judge several
 candidates at once. Each evaluation still runs in its own worker process, pinned to its GPU
 with CUDA_VISIBLE_DEVICES, so a worker lost on one GPU never touches the others, and each
-result names the GPU it was timed on (speedups are only compared on the same device).
+result names the GPU it was timed on (speedups are only compared on the same device). A pool's
+evaluations come one after another on each GPU, so each leaves a spare worker ready for the
+next on its GPU (``evaluate(prestart_next=True)``, ``evaluate.spare``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ def visible_devices() -> list[str]:
     return [str(i) for i in range(count)]
 
 
+def evaluate_in_a_loop(task: Task, source: Path, **kwargs: Any) -> EvalResult:
+    """``evaluate``, leaving a spare worker for the next evaluation unless told otherwise."""
+    kwargs.setdefault("prestart_next", True)
+    return evaluate(task, source, **kwargs)
+
+
 class EvalPool:
     """``submit`` takes ``evaluate``'s arguments and runs it on the next free GPU."""
 
@@ -43,7 +51,7 @@ class EvalPool:
         self,
         devices: list[str] | None = None,
         *,
-        evaluator: Callable[..., EvalResult] = evaluate,
+        evaluator: Callable[..., EvalResult] = evaluate_in_a_loop,
     ) -> None:
         self.devices = list(devices) if devices is not None else visible_devices()
         if not self.devices:

@@ -1,5 +1,11 @@
 """The evaluation subprocess: one request in (JSON on stdin), JSON lines out, then exit.
 
+Before it reads the request it readies what does not depend on it (``prepare_standby``: CuPy,
+the CUDA context, with ``--task-dir`` and ``--peers`` the task's comparators), so a worker can
+be started ahead of its evaluation and wait, ready, for the request (``evaluate.spare``). A
+worker given up before its request (stdin closed empty, or ``--standby-limit`` passed) exits 0
+without a line.
+
 It runs in its own process so that a hung kernel, an illegal address or a segfault ends only
 this evaluation: the parent kills or buries the process and names the reason. The protocol goes
 to a private copy of the original stdout; fd 1 itself is pointed at stderr, so a kernel's own
@@ -12,17 +18,19 @@ Lines: {"type": "device", ...}, {"type": "progress", "index", "total", "scenario
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import json
 import math
 import os
 import random
 import secrets
+import select
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -75,12 +83,91 @@ class Kernel:
         return lambda: fn(tensors, int_args, float_args, stream)
 
 
+@dataclass(slots=True)
+class Standby:
+    """What a worker sets up before it knows its request: nothing here depends on the candidate,
+    so a worker started ahead of its evaluation (a spare, ``evaluate.spare``) has the slow part
+    of its start-up (CuPy, the CUDA context, torch and the peers' libraries) done when the
+    request comes, and the candidate's library still goes into a process that judged nothing.
+    """
+
+    cp: Any
+    device: dict[str, Any]
+    l2_bytes: int
+    stream: Any
+    # The task's comparators loaded ahead (only when started with --peers), with the module
+    # they came from: a request for the same peers of the same module reuses them.
+    peers: PeerRunner | None = None
+    comparator_module: Path | None = None
+
+    def peers_for(self, task: Task, names: tuple[str, ...]) -> PeerRunner | None:
+        """The peers loaded ahead, when they are the ones the request asks for."""
+        if self.peers is None or not names or self.peers.names != names:
+            return None
+        return self.peers if task.comparator_module == self.comparator_module else None
+
+
+def prepare_standby(task_dir: str | None, *, peers: bool) -> Standby:
+    """Import CuPy, make the CUDA context on device 0 real, and with ``peers`` load the task's
+    comparators (torch, and the peers' libraries through the module's optional ``preload``)."""
+    import cupy as cp
+
+    if cp.cuda.runtime.getDeviceCount() < 1:
+        raise FatalError("no CUDA GPU visible", "error")
+    cp.cuda.Device(0).use()
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    l2_bytes = int(props["l2CacheSize"])
+    device = {
+        "index": os.environ.get("CUDA_VISIBLE_DEVICES", "0"),
+        "name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+        "uuid": _uuid_text(props.get("uuid")),
+        "sms": int(props["multiProcessorCount"]),
+        "l2_bytes": l2_bytes,
+    }
+    stream = cp.cuda.Stream(non_blocking=True)
+    # The context exists only once something runs on it: one allocation and one small kernel.
+    probe = cp.zeros(1, dtype=cp.float32)
+    probe += 1
+    cp.cuda.Device(0).synchronize()
+    del probe
+    standby = Standby(cp=cp, device=device, l2_bytes=l2_bytes, stream=stream)
+    if peers and task_dir is not None:
+        try:
+            task = load_task(task_dir)
+        except Exception:  # the request's own load of the task reports what is wrong with it
+            return standby
+        if task.comparators and task.comparator_module is not None:
+            standby.peers = PeerRunner(task.comparator_module, task.comparators, stream.ptr)
+            standby.peers.preload()
+            standby.comparator_module = task.comparator_module
+    return standby
+
+
+# The one Standby main() prepared, handed to the Evaluation of its request (one per process:
+# a worker judges one request, so its prepared GPU serves exactly one Evaluation).
+_prepared: Standby | None = None
+
+
+def hand_over_standby(standby: Standby) -> None:
+    """Keep ``standby`` for the next Evaluation made in this process."""
+    global _prepared
+    _prepared = standby
+
+
+def take_standby() -> Standby | None:
+    """The Standby main() prepared, once; None after that or without one."""
+    global _prepared
+    standby, _prepared = _prepared, None
+    return standby
+
+
 class Evaluation:
     """State shared by the scenarios of one request."""
 
     def __init__(self, request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
-        import cupy as cp
-
+        # main() readies the GPU before the request comes; a direct call readies it now.
+        standby = take_standby() or prepare_standby(None, peers=False)
+        cp = standby.cp
         self.cp = cp
         self.emit = emit
         self.request = request
@@ -91,22 +178,12 @@ class Evaluation:
         self.entropy = secrets.randbits(128)
         self.phase = "setup"
         self.scenario: tuple[int, str] | None = None  # (index, name) of the one being judged
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            raise FatalError("no CUDA GPU visible", "error")
-        cp.cuda.Device(0).use()
-        props = cp.cuda.runtime.getDeviceProperties(0)
-        self.l2_bytes = int(props["l2CacheSize"])
-        self.device = {
-            "index": os.environ.get("CUDA_VISIBLE_DEVICES", "0"),
-            "name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
-            "uuid": _uuid_text(props.get("uuid")),
-            "sms": int(props["multiProcessorCount"]),
-            "l2_bytes": self.l2_bytes,
-        }
+        self.l2_bytes = standby.l2_bytes
+        self.device = standby.device
         emit({"type": "device", **self.device})
         # Every array operation of the harness goes on the kernel's stream too (see
         # evaluate_request), so fills, copies, the reference and the kernel are ordered.
-        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.stream = standby.stream
         # The reference last judged against, kept so peers on the same inputs reuse it.
         self.last_reference: dict[str, Any] = {}
         module = load_module(self.task.reference_module, "kernelseek_task_reference")
@@ -120,7 +197,9 @@ class Evaluation:
             else None
         )
         peers = tuple(request.get("peers", ())) if request.get("compare", True) else ()
-        self.peers = PeerRunner(self.task.comparator_module, peers, self.stream.ptr)
+        self.peers = standby.peers_for(self.task, peers) or PeerRunner(
+            self.task.comparator_module, peers, self.stream.ptr
+        )
 
     def enter(self, phase: str) -> None:
         """Say which phase of the current scenario runs: the parent's stall limit follows it
@@ -690,15 +769,55 @@ def _protocol_stream() -> TextIO:
     return os.fdopen(fd, "w", buffering=1)
 
 
-def main() -> int:
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="kernelseek_tui.evaluate.worker")
+    parser.add_argument("--task-dir", help="the task, known before the request: load ahead")
+    parser.add_argument("--peers", action="store_true", help="load the task's comparators ahead")
+    parser.add_argument(
+        "--standby-limit",
+        type=float,
+        default=None,
+        help="seconds after its start a worker with no request yet gives up and exits",
+    )
+    return parser.parse_args(argv)
+
+
+def _read_request(started: float, limit_s: float | None) -> str:
+    """The request's text, or "" when none came: stdin closed (the parent gave this worker up,
+    or died) or, with a limit, not a byte of it before the limit passed."""
+    if limit_s is not None:
+        remaining = max(0.0, limit_s - (time.monotonic() - started))
+        readable, _, _ = select.select([sys.stdin], [], [], remaining)
+        if not readable:
+            return ""
+    return sys.stdin.read()
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
+    options = _options(sys.argv[1:] if argv is None else argv)
     protocol = _protocol_stream()
 
     def emit(message: dict[str, Any]) -> None:
         protocol.write(json.dumps(message, default=str) + "\n")
         protocol.flush()
 
-    request = json.loads(sys.stdin.read())
+    # Everything that does not depend on the request is ready before it is read: a worker
+    # started ahead of its evaluation waits here with it done. A failure is kept and becomes
+    # the answer to the request, as it was when the set-up came after the request.
+    prepared: Standby | Exception
     try:
+        prepared = prepare_standby(options.task_dir, peers=options.peers)
+    except Exception as error:
+        prepared = error
+    text = _read_request(started, options.standby_limit)
+    if not text.strip():
+        return 0  # nothing was asked: nothing to answer
+    request = json.loads(text)
+    try:
+        if isinstance(prepared, Exception):
+            raise prepared
+        hand_over_standby(prepared)
         evaluate_request(request, emit)
     except FatalError as error:
         emit({"type": "fatal", "reason": error.reason, "kind": error.kind})

@@ -38,12 +38,16 @@ class TaskEvaluator:
         compare: bool = True,
         timeout_s: float | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        prestart_next: bool = False,
     ) -> None:
         self.task = task
         self.device = device
         self.compare = compare
         self.timeout_s = timeout_s
         self.progress = progress
+        # True where this evaluator is called in a loop: each evaluation leaves a spare worker
+        # ready for the next (evaluate.spare); a single evaluation leaves nothing behind.
+        self.prestart_next = prestart_next
 
     def __call__(
         self, source: Path, sets: list[str] | None, *, knobs: dict[str, int] | None = None
@@ -59,6 +63,7 @@ class TaskEvaluator:
             compare=self.compare,
             timeout_s=self.timeout_s,
             progress=self.progress,
+            prestart_next=self.prestart_next,
         )
 
 

@@ -395,7 +395,8 @@ class KernelseekApp(App[None]):
             # commit, into a directory that lives as long as the app.
             self._scratch = TemporaryDirectory(prefix="kernelseek-app-bisect-")
             task = original_task(data.meta, data.history, Path(self._scratch.name))
-            judge = candidate_judge(task, TaskEvaluator(task), data.meta.objective_sets)
+            evaluator = TaskEvaluator(task, prestart_next=True)  # a bisect: one after another
+            judge = candidate_judge(task, evaluator, data.meta.objective_sets)
             return predicate_from_evaluator(judge)
 
         return factory

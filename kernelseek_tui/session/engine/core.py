@@ -209,7 +209,8 @@ class EngineCore:
         options = {**self.config.evaluator_options, **extra}
         if self.config.evaluator:
             return load_evaluator_factory(self.config.evaluator)(self._task, **options)
-        return TaskEvaluator(self._task, **options)
+        # A session's evaluations come one after another: each leaves the next one's worker ready.
+        return TaskEvaluator(self._task, **{"prestart_next": True, **options})
 
     def _name_slots(self, given: list[Evaluator]) -> dict[str, Evaluator]:
         names = list(self.config.gpus or [])
