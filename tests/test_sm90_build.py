@@ -40,8 +40,16 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_PINGPONG": 0},
         {"SM90_RESCALE_SLACK": 0},
         {"SM90_D64_CONSUMERS": 2},
+        {"SM90_D64_CONSUMERS": 0},
     ],
-    ids=["defaults", "narrow-tiles", "no-turns", "exact-rescale", "d64-two-consumers"],
+    ids=[
+        "defaults",
+        "narrow-tiles",
+        "no-turns",
+        "exact-rescale",
+        "d64-two-consumers",
+        "d64-consumers-by-shape",
+    ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:
     report = ptxas_report(tmp_path, defines)
