@@ -22,7 +22,6 @@ state from the ``eval`` and ``decision`` events of a trace, without firing anyth
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -30,7 +29,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.evaluate.noise import gain_threshold
+from kernelseek_tui.evaluate.noise import gain_threshold, summary_noise
+from kernelseek_tui.trace.schema import parse_attrs
 
 if TYPE_CHECKING:
     from kernelseek_tui.evaluate.result import EvalResult
@@ -244,15 +244,7 @@ class DecisionDetector:
 
 def _eval_noise(event: Event | Mapping[str, Any]) -> float | None:
     """An eval event's measured noise (attrs ``summary.noise``), where it recorded one."""
-    attrs = _field(event, "attrs")
-    if isinstance(attrs, str):  # trace rows and Event objects keep attrs as JSON text
-        try:
-            attrs = json.loads(attrs)
-        except ValueError:
-            return None
-    summary = attrs.get("summary") if isinstance(attrs, Mapping) else None
-    noise = summary.get("noise") if isinstance(summary, Mapping) else None
-    return float(noise) if isinstance(noise, int | float) and math.isfinite(noise) else None
+    return summary_noise(parse_attrs(_field(event, "attrs")).get("summary"))
 
 
 def _field(event: Event | Mapping[str, Any], name: str) -> Any:

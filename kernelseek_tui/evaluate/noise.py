@@ -45,6 +45,15 @@ def is_new_best(
     return speedup is not None and speedup > floor
 
 
+def summary_noise(summary: object) -> float | None:
+    """The noise an evaluation's summary recorded (``summary["noise"]`` as written to an eval
+    event's attrs), or None where it recorded none or something unreadable."""
+    noise = summary.get("noise") if isinstance(summary, dict) else None
+    if isinstance(noise, int | float) and math.isfinite(noise):
+        return float(noise)
+    return None
+
+
 def gain_threshold(noise: float | None, previous_noise: float | None, margin: float) -> float:
     """The relative gain a figure must show over another to count as a step forward: both
     figures' measured noise combined, or ``margin`` where neither measured any."""

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelseek_tui.evaluate.noise import summary_noise
 from kernelseek_tui.trace.schema import Event
 
 # attrs["action"] of the control events that open a run of the engine (a start or a resume).
@@ -70,9 +71,7 @@ class SessionState:
             if attrs.get("objective") and attrs.get("verified", event.verdict == "pass"):
                 best = better(self.best_speedup, event.speedup)
                 if best is not None and best != self.best_speedup:
-                    summary = attrs.get("summary")
-                    noise = summary.get("noise") if isinstance(summary, dict) else None
-                    self.best_noise = float(noise) if isinstance(noise, int | float) else None
+                    self.best_noise = summary_noise(attrs.get("summary"))
                 self.best_speedup = best
         elif kind == "commit" and not attrs.get("attached"):
             self.commits += 1  # an evaluation attached to an existing commit makes none
