@@ -101,6 +101,7 @@ class _LowpTerms:
     error: Any  # max |out - ref|, ref rounded to the output dtype
     lowp_error: Any  # max |ref_lowp - ref|: what the low-precision computation itself loses
     rounding: Any  # max |(ref + s) - s - ref| in the output dtype: rounding at magnitude s
+    magnitude: Any = None  # max |ref| rounded, where asked for (the per-row rule's unit)
 
     def tolerance(self, rule: Tolerance) -> Any:
         return rule.multiple * self.lowp_error + rule.atol_shift_factor * self.rounding + rule.atol
@@ -115,6 +116,8 @@ def _lowp_terms(
     usable: Any,
     rule: Tolerance,
     reduce: Callable[[Any], Any],
+    *,
+    with_magnitude: bool = False,
 ) -> _LowpTerms:
     ref_rounded = round_to(xp, ref, dtype)
     lowp_rounded = round_to(xp, reference_lowp.astype(xp.float32), dtype)
@@ -132,6 +135,7 @@ def _lowp_terms(
         error=masked(out - ref_rounded),
         lowp_error=masked(lowp_rounded - ref_rounded),
         rounding=rounding,
+        magnitude=masked(ref_rounded) if with_magnitude else None,
     )
 
 
@@ -181,13 +185,14 @@ def _lowp_rows(
     def per_row(values: Any) -> Any:
         return xp.max(values.reshape(-1, width), axis=1)
 
-    terms = _lowp_terms(xp, dtype, out, ref, reference_lowp, usable, rule, per_row)
+    terms = _lowp_terms(
+        xp, dtype, out, ref, reference_lowp, usable, rule, per_row, with_magnitude=True
+    )
     # Plus one unit in the last place at the row's largest value: an exact value near a rounding
     # boundary is stored one unit either way by the least difference in fp32 work, and a row's
     # own low-precision error need not contain such a value (measured on the H200: honest
     # kernels one unit off at values in [1, 2) in rows whose low-precision error was 0.00098).
-    magnitude = per_row(xp.where(usable, xp.abs(round_to(xp, ref, dtype)), 0))
-    tolerances = terms.tolerance(rule) + unit_in_last_place(xp, magnitude, dtype)
+    tolerances = terms.tolerance(rule) + unit_in_last_place(xp, terms.magnitude, dtype)
     # A row with no room at all (every value exact) must be exact: any error is over.
     ratio = xp.where(tolerances > 0, terms.error / xp.where(tolerances > 0, tolerances, 1), 0)
     ratio = xp.where((tolerances <= 0) & (terms.error > 0), xp.inf, ratio)
