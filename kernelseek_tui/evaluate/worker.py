@@ -300,6 +300,15 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         return result
     ev.sync("the timed calls")
     seen = _replay_perturbations(ev, watch, pristine)
+    # Work outside the given stream is named before any output is judged: it also makes the
+    # outputs read on the stream wrong (copied before the work ends), which would hide the cause.
+    if stats.hidden_work:
+        result.passed = False
+        result.reasons.append(
+            f"work outside the given stream: {stats.wall_ms_per_call:.3f} ms wall per call "
+            f"against {stats.event_ms_per_call:.3f} ms on the stream"
+        )
+        return result
     if not _inputs_kept(ev, sets, pristine, result, "the timed calls"):
         return result
     if not _judged_call_passes(ev, watch, seen, int_names, floats, result):
@@ -310,13 +319,6 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
             return result
         if i == 0:
             set0_reference = ev.last_reference
-    if stats.hidden_work:
-        result.passed = False
-        result.reasons.append(
-            f"work outside the given stream: {stats.wall_ms_per_call:.3f} ms wall per call "
-            f"against {stats.event_ms_per_call:.3f} ms on the stream"
-        )
-        return result
     result.passed = True
     result.ms = stats.median_ms
     result.spread = stats.spread
@@ -345,6 +347,15 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         again = time_calls(cp, ev.stream, call, n_sets, task.timing, hooks=watch)
         ev.sync("the timed calls")
         seen = _replay_perturbations(ev, watch, pristine)
+    # Work outside the given stream is named before any output is judged: it also makes the
+    # outputs read on the stream wrong (copied before the work ends), which would hide the cause.
+    if stats.hidden_work:
+        result.passed = False
+        result.reasons.append(
+            f"work outside the given stream: {stats.wall_ms_per_call:.3f} ms wall per call "
+            f"against {stats.event_ms_per_call:.3f} ms on the stream"
+        )
+        return result
         if not _inputs_kept(ev, sets, pristine, result, "the calls timed after the peers"):
             return result
         if not _judged_call_passes(ev, watch, seen, int_names, floats, result):
