@@ -8,6 +8,11 @@ first (`--fixed-order` keeps it). Prints one row per shape and the geomeans; `--
 The same source given twice is timed twice (`v14`, `v14#2`): an A/A run, whose spread is the
 noise any two versions' comparison in that run carries.
 
+`--pre-call-flips` adds, per candidate, the same timing loop written out here (`NAME@loop`: the L2
+flushed, then the call between two events; it should read as do_bench does) and that loop with
+the judge's sign-flip kernel before each flush, over q, k and v (`NAME@flip`) or q alone
+(`NAME@flipq`): what the judge's per-call perturbation does to a kernel's measured speed.
+
 As a sanity check (not the judge: `kernelseek eval` is), each row also shows the largest
 |out - FA3's out| of the first candidate on the same inputs.
 
@@ -155,6 +160,65 @@ def graph_tflops(fn: Any, call_args: tuple, work: float, rep: int) -> float | No
     return work / (ms * 1e-3) / 1e12
 
 
+PRE_CALL_FLIPS = {"loop": (), "flip": ("q", "k", "v"), "flipq": ("q",)}
+
+
+def time_with_pre_call(
+    call: Any, pre: Any, warmup_ms: float, rep_ms: float, flush_bytes: int = 256_000_000
+) -> float:
+    """Median ms of ``call`` timed as do_bench does (the L2 flushed by a memset of 256 MB, then
+    the call between two events), with ``pre()`` enqueued before each flush when given."""
+    import torch
+
+    cache = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        cache.zero_()
+        call()
+    end.record()
+    torch.cuda.synchronize()
+    estimate = max(start.elapsed_time(end) / 5, 1e-3)
+    for _ in range(max(1, int(warmup_ms / estimate))):
+        call()
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(max(1, int(rep_ms / estimate)))
+    ]
+    for first, last in events:
+        if pre is not None:
+            pre()
+        cache.zero_()
+        first.record()
+        call()
+        last.record()
+    torch.cuda.synchronize()
+    times = sorted(first.elapsed_time(last) for first, last in events)
+    return times[len(times) // 2]
+
+
+def sign_flipper(tensors: dict[str, Any], names: tuple[str, ...]) -> Any:
+    """The judge's own sign-flip kernel over ``names`` of ``tensors`` (bf16), on torch's stream,
+    a fresh key per call; None for no tensors."""
+    if not names:
+        return None
+    import cupy as cp
+    import torch
+
+    from kernelseek_tui.evaluate.perturb import SignFlipper
+
+    bodies = [(cp.asarray(tensors[n].view(torch.int16)).reshape(-1), "bfloat16") for n in names]
+    flipper = SignFlipper(cp, bodies)
+    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    keys = iter(range(1, 1 << 62))
+
+    def pre() -> None:
+        with stream:
+            flipper(next(keys) * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF)
+
+    return pre
+
+
 def geomean(values: list[float]) -> float | None:
     values = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
@@ -181,6 +245,12 @@ def main() -> int:
         action="store_true",
         help="also time each peer with do_bench_cudagraph (no host launch time, no L2 flush)",
     )
+    parser.add_argument(
+        "--pre-call-flips",
+        action="store_true",
+        help="also time each candidate in this file's loop: plain, and after the judge's "
+        "sign flips of q, k, v or of q alone before each flush (NAME@loop, @flip, @flipq)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -197,6 +267,8 @@ def main() -> int:
         candidates.append(Candidate(name, built.library))
     others = {} if args.no_peers else peers()
     names = [c.name for c in candidates] + list(others)
+    if args.pre_call_flips:
+        names += [f"{c.name}@{mode}" for c in candidates for mode in PRE_CALL_FLIPS]
     gpu = subprocess.run(
         ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
         capture_output=True,
@@ -227,6 +299,13 @@ def main() -> int:
         work = flops(shape)
         row: dict[str, Any] = dict(shape)
         for name in turn_order(names, index, rotate=not args.fixed_order):
+            if "@" in name:
+                base, mode = name.split("@")
+                call = by_name[base].bind([q, k, v, out, lse], shape, scale, stream)
+                pre = sign_flipper({"q": q, "k": k, "v": v}, PRE_CALL_FLIPS[mode])
+                ms = time_with_pre_call(call, pre, args.warmup, args.rep)
+                row[name] = work / (ms * 1e-3) / 1e12
+                continue
             if name in by_name:
                 call = by_name[name].bind([q, k, v, out, lse], shape, scale, stream)
                 ms = do_bench(call, warmup=args.warmup, rep=args.rep, return_mode="median")

@@ -152,6 +152,11 @@ class Timing:
     # The device's peak for the task's arithmetic: a measured rate above it means the timed
     # calls did not do the work (memoized, skipped), whatever their outputs say.
     max_tflops: float | None = None
+    # The inputs whose signs the judge flips before every measured call (perturb.py); empty:
+    # every floating-point input. The flip runs between the calls, outside their events, but
+    # its memory traffic still sits before each call: fewer tensors keep the gap between calls
+    # closer to do_bench's, where one input already changes every output.
+    perturb: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -420,18 +425,28 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
             driver_functions=tuple(deps.get("driver_functions", [])),
             allowed_symbols=tuple(deps.get("allowed_symbols", [])),
         ),
-        timing=_timing(raw.get("timing", {}), path),
+        timing=_timing(raw.get("timing", {}), path, tuple(tensors)),
     )
 
 
 TIMING_METHODS = ("flushed", "batched")
 
 
-def _timing(raw: dict[str, Any], path: Path) -> Timing:
+def _timing(raw: dict[str, Any], path: Path, tensors: tuple[TensorSpec, ...]) -> Timing:
+    raw = dict(raw)
+    if "perturb" in raw:
+        raw["perturb"] = tuple(raw["perturb"])
     try:
         timing = Timing(**raw)
     except TypeError as error:
         raise TaskError(f"{path}: [timing]: {error}") from None
+    inputs = {t.name for t in tensors if t.role == "input"}
+    unknown = [name for name in timing.perturb if name not in inputs]
+    if unknown:
+        raise TaskError(
+            f"{path}: [timing] perturb names {', '.join(map(repr, unknown))}, "
+            f"not an input tensor ({', '.join(sorted(inputs))})"
+        )
     if timing.method not in TIMING_METHODS:
         raise TaskError(
             f"{path}: [timing] method {timing.method!r} is not one of {', '.join(TIMING_METHODS)}"

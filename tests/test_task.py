@@ -110,6 +110,19 @@ def test_malformed_task_gives_one_clear_error(tmp_path: Path, edit: str, message
         load_task(_task_copy(tmp_path, edit))
 
 
+def test_perturbed_inputs_are_named_inputs(tmp_path: Path) -> None:
+    from kernelseek_tui.evaluate.worker import perturbed_inputs
+
+    task = load_task(TASK_DIR)
+    assert task.timing.perturb == ("q",)
+    assert [spec.name for spec in perturbed_inputs(task)] == ["q"]
+    everything = load_task(_task_copy(tmp_path, 'perturb = ["q"] => perturb = []'))
+    assert [spec.name for spec in perturbed_inputs(everything)] == ["q", "k", "v"]
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(TaskError, match=r"'out'.*not an input tensor"):
+        load_task(_task_copy(tmp_path / "bad", 'perturb = ["q"] => perturb = ["out"]'))
+
+
 def test_key_under_the_wrong_table_is_reported(tmp_path: Path) -> None:
     with pytest.raises(TaskError, match="unknown key"):
         load_task(_task_copy(tmp_path, append='\nnvcc_flag = ["-O2"]\n'))

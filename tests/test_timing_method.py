@@ -111,11 +111,11 @@ def test_flushed_keeps_the_refill_between_warm_up_and_the_measured_calls() -> No
 def test_a_task_names_only_a_known_method(tmp_path) -> None:
     from kernelseek_tui.task import TaskError, _timing
 
-    assert _timing({}, tmp_path).method == "flushed"
+    assert _timing({}, tmp_path, ()).method == "flushed"
     with pytest.raises(TaskError, match="method 'fast'"):
-        _timing({"method": "fast"}, tmp_path)
+        _timing({"method": "fast"}, tmp_path, ())
     with pytest.raises(TaskError, match="timing"):
-        _timing({"wamup_ms": 3}, tmp_path)
+        _timing({"wamup_ms": 3}, tmp_path, ())
 
 
 def test_a_slow_host_launch_gets_the_stream_held_before_the_calls() -> None:

@@ -43,7 +43,7 @@ from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.perturb import SignFlipper
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls
-from kernelseek_tui.task import Task, load_task
+from kernelseek_tui.task import Task, TensorSpec, load_task
 
 
 class FatalError(Exception):
@@ -444,6 +444,12 @@ def _inputs_kept(
     return not changed
 
 
+def perturbed_inputs(task: Task) -> tuple[TensorSpec, ...]:
+    """The inputs flipped before each measured call: the task's `[timing] perturb`, or all."""
+    wanted = task.timing.perturb
+    return tuple(spec for spec in task.inputs if not wanted or spec.name in wanted)
+
+
 def _watch_measured_calls(
     ev: Evaluation, sets: list[dict[str, GuardedTensor]], rng: random.Random, label: str = ""
 ) -> MeasuredCallWatch:
@@ -451,7 +457,7 @@ def _watch_measured_calls(
     for the judged call's tensors, allocated now rather than between the measured calls."""
     cp, task = ev.cp, ev.task
     flippers = [
-        SignFlipper(cp, [(tensors[spec.name].body, spec.dtype) for spec in task.inputs])
+        SignFlipper(cp, [(tensors[spec.name].body, spec.dtype) for spec in perturbed_inputs(task)])
         for tensors in sets
     ]
     aside = {name: cp.empty_like(tensor.body) for name, tensor in sets[0].items()}
@@ -478,7 +484,7 @@ def _replay_perturbations(
         raise FatalError("the measured calls ran without a call chosen to judge", "error")
     cp, task = ev.cp, ev.task
     flippers = [
-        SignFlipper(cp, [(snapshot[spec.name], spec.dtype) for spec in task.inputs])
+        SignFlipper(cp, [(snapshot[spec.name], spec.dtype) for spec in perturbed_inputs(task)])
         for snapshot in snapshots
     ]
     seen: dict[str, Any] = {}
