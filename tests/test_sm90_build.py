@@ -39,16 +39,16 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_D128_BLOCK_N": 128, "SM90_D256_BLOCK_N": 64},
         {"SM90_PINGPONG": 0},
         {"SM90_RESCALE_SLACK": 0},
-        {"SM90_D64_CONSUMERS": 2},
-        {"SM90_D64_CONSUMERS": 0},
+        {"SM90_PERSISTENT": 0},
+        {"SM90_CAUSAL_PERSISTENT": 0, "SM90_PERSISTENT_MAX_KEY_TILES": 16},
     ],
     ids=[
         "defaults",
         "narrow-tiles",
         "no-turns",
         "exact-rescale",
-        "d64-two-consumers",
-        "d64-consumers-by-shape",
+        "one-cta-per-tile",
+        "causal-per-tile-long-per-tile",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:

@@ -2,31 +2,36 @@
 // producer/consumer warp specialization. One self-contained file on the task's launch ABI.
 // kernels/flash_fwd/NOTES.md logs each version with its measured numbers.
 //
-// Work split. One CTA owns BLOCK_M query rows of one (batch, head), 64 per consumer warpgroup
-// (d64: 3 consumers, 192 rows; d128/d256: 2 consumers, 128 rows), and walks that head's keys
-// in tiles of BLOCK_N (128 for d64 and causal d128, 176 for d128, 80 for d256: as wide as a
-// consumer's registers hold O, S and P; knobs SM90_D128_BLOCK_N=128 and SM90_D256_BLOCK_N=64
-// narrow them). Causal grids run the longest query tiles first.
+// Work split. A work tile is BLOCK_M query rows of one (batch, head), 64 per consumer
+// warpgroup (d64: 3 consumers, 192 rows; d128/d256: 2 consumers, 128 rows); its CTA walks that
+// head's keys in tiles of BLOCK_N (128 for d64 and causal d128, 176 for d128, 80 for d256: as
+// wide as a consumer's registers hold O, S and P; knobs SM90_D128_BLOCK_N=128 and
+// SM90_D256_BLOCK_N=64 narrow them). The grid is persistent (SM90_PERSISTENT): one CTA per SM
+// takes a work tile per round, so the next tile's Q, K and V load while this one finishes and
+// no CTA launch sits between tiles. Non-causal: query blocks are the fastest index, so CTAs at
+// work together share a head's K and V in L2 (SM90_PERSISTENT_MAX_KEY_TILES=N: one CTA per tile
+// where a tile has more than N key tiles). Causal: persistent in head groups dealt in snake
+// order, each head's query blocks longest first, where whole groups fill the SMs; elsewhere
+// (and with SM90_CAUSAL_PERSISTENT=0) one CTA per tile in the same order (grid_for).
 //
 // Warps and roles (warpgroup 0 and the consumers):
-//   warpgroup 0, the producer: one thread issues every TMA load (Q once, then K and V per tile
-//     into a ring of STAGES buffers); the warpgroup gives up registers (setmaxnreg 24, or 32
+//   warpgroup 0, the producer: one thread issues every TMA load (per work tile Q, then K and V
+//     per key tile into a ring of STAGES buffers that runs on across work tiles); the warpgroup gives up registers (setmaxnreg 24, or 32
 //     beside three consumers).
 //   the consumers (setmaxnreg 240, or 160 for three): tile 0 runs S = Q K^T alone; then each
 //     step j issues S_j and P_{j-1} V_{j-1} together (wgmma, S from shared memory, P from
 //     registers as the A operand), waits for S_j only, masks it and runs the online softmax
 //     (fp32 registers, exp2) while P V is still on the tensor cores, then waits for P V and
 //     converts the new P to bf16; O is rescaled for the new row maxima at the next step, on
-//     the CUDA cores while S runs on the tensor cores; a last step finishes P V. The rescale
-//     is lazy (SM90_RESCALE_SLACK): a row's base moves only when its maximum rises more than
-//     8 above it (base 2), and a warp none of whose rows moved skips O's rescale. The three
+//     the CUDA cores while S runs on the tensor cores; a last step finishes P V. The three
 //     phases are straight-line code: a wgmma under a branch makes ptxas serialise them all
 //     (C7520).
 //   Turns (SM90_PINGPONG): consumers issue their GEMMs in round-robin turns (named barriers),
 //     so one's softmax runs while another's GEMMs do.
 //
-// Pipeline. Barriers in shared memory: q_full; per stage k_full and v_full (the TMA completes
-//   the transaction bytes), k_empty and v_empty (one arrival per consumer warp: K once its S is
+// Pipeline. Barriers in shared memory: q_full and q_empty (Q is free once every consumer's
+//   last S of the work tile is done); per stage k_full and v_full (the TMA completes the
+//   transaction bytes), k_empty and v_empty (one arrival per consumer warp: K once its S is
 //   done, V once its P V is). The producer runs up to STAGES tiles ahead (3 for d64, 2 else).
 //
 // Shared memory (dynamic, 1024-byte aligned). Every tile is stored as column chunks of 64 bf16
@@ -35,18 +40,18 @@
 //   layout the TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and the layout wgmma reads with the
 //   128-byte-swizzle descriptor: K-major for Q and K (A and B of S), N-major for V (B of P V,
 //   with the transpose bit). Q: HEADDIM/64 chunks of BLOCK_M rows; K and V: STAGES x
-//   HEADDIM/64 chunks of BLOCK_N rows. The epilogue reuses each consumer's 64 Q rows to stage
-//   its O tile for a TMA store.
+//   HEADDIM/64 chunks of BLOCK_N rows. The epilogue stores O from registers (16 bytes a lane after two exchanges in the quad), so
+//   the next work tile's Q may load while it runs.
 //
 // Masking and ragged edges. Tensor maps are 4-D (headdim, heads, seqlen, batch) over the dense
-//   tensors, so a tile past seqlen_q or seqlen_k is clipped by the hardware: loads fill zeros,
-//   stores drop rows. Scores of keys >= seqlen_k, and causal ones (key j > query i + seqlen_k -
+//   tensors, so a tile past seqlen_q or seqlen_k is clipped by the hardware: loads fill zeros;
+//   the epilogue drops rows past seqlen_q. Scores of keys >= seqlen_k, and causal ones (key j > query i + seqlen_k -
 //   seqlen_q, bottom-right aligned), become -inf, only in the tiles that need it. A query tile
 //   whose rows see no key at all runs no key tile and writes out = 0 and lse = +inf; a row that
 //   sees none inside a tile keeps max -inf and a zero sum, and the exp2 base is taken as 0 then
 //   so no inf - inf appears.
 //
-// Host side: the four tensor maps are encoded per call with the driver's cuTensorMapEncodeTiled
+// Host side: the three tensor maps (Q, K, V) are encoded per call with the driver's cuTensorMapEncodeTiled
 // (libcuda, which the harness links because task.toml's driver_functions allows that function)
 // and passed by value as __grid_constant__ parameters.
 #include <cuda.h>
@@ -63,20 +68,29 @@ constexpr int kMaxConsumers = 3;
 #define SM90_PINGPONG 1
 #endif
 constexpr bool kPingPong = SM90_PINGPONG != 0;     // consumers take turns at the tensor cores
-#ifndef SM90_D64_CONSUMERS
-// d64 query rows per CTA, 64 per consumer: 2 (128 rows), 3 (192), or 0: two for causal grids
-// of at most 1024 query rows (whose last block of 192 would be a third empty: measured +5-6% at
-// d64 causal 512 and 1k with two), three elsewhere.
-#define SM90_D64_CONSUMERS 3
-#endif
-static_assert(SM90_D64_CONSUMERS == 0 || SM90_D64_CONSUMERS == 2 || SM90_D64_CONSUMERS == 3,
-              "SM90_D64_CONSUMERS: 0, 2 or 3");
 #ifndef SM90_RESCALE_SLACK
 #define SM90_RESCALE_SLACK 8
 #endif
 // How far (base 2) a row's maximum may rise before O and the sum are rescaled to it; 0 rescales
 // at every rise, as the textbook online softmax does.
 constexpr float kRescaleSlack = static_cast<float>(SM90_RESCALE_SLACK);
+#ifndef SM90_PERSISTENT
+#define SM90_PERSISTENT 1
+#endif
+constexpr bool kPersistent = SM90_PERSISTENT != 0;  // one CTA per SM walks the work tiles
+#ifndef SM90_CAUSAL_PERSISTENT
+#define SM90_CAUSAL_PERSISTENT 1
+#endif
+// Causal grids persistent too, where whole head groups fill the SMs (grid_for); elsewhere, and
+// without it, a causal grid has one CTA per tile and the hardware hands the next tile to
+// whichever SM frees first (measured better than a static deal that leaves SMs uneven).
+constexpr bool kCausalPersistent = kPersistent && SM90_CAUSAL_PERSISTENT != 0;
+#ifndef SM90_PERSISTENT_MAX_KEY_TILES
+#define SM90_PERSISTENT_MAX_KEY_TILES 0
+#endif
+// Non-causal grids are persistent only while a tile has at most this many key tiles (0: always).
+// What persistence saves is the changeover between tiles, a cost per tile.
+constexpr int kPersistentMaxKeyTiles = SM90_PERSISTENT_MAX_KEY_TILES;
 constexpr int kChunk = 64;                          // bf16 columns per swizzled chunk (128 B)
 constexpr int kRowBytes = 128;
 constexpr float kLog2e = 1.4426950408889634f;
@@ -96,16 +110,11 @@ constexpr int block_n() {
                                                 : SM90_D256_BLOCK_N;
 }
 
-// d64 is bound by the exponentials: three consumers keep the tensor cores fed while two of
-// them exponentiate. Larger head dims need the registers of two.
-template <int HEADDIM>
-constexpr int default_consumers() {
-    return HEADDIM == 64 && SM90_D64_CONSUMERS != 2 ? 3 : 2;
-}
-
-template <int HEADDIM, int BLOCK_N, int CONSUMERS>
+template <int HEADDIM, int BLOCK_N>
 struct Shape {
-    static constexpr int kConsumers = CONSUMERS;
+    // d64 is bound by the exponentials: three consumers keep the tensor cores fed while two of
+    // them exponentiate. Larger head dims need the registers of two.
+    static constexpr int kConsumers = HEADDIM == 64 ? 3 : 2;
     static constexpr int kThreads = (kConsumers + 1) * kWarpgroupThreads;
     static constexpr int kBlockM = 64 * kConsumers;  // query rows per CTA
     // setmaxnreg: the producer keeps few, the consumers split the rest (64K per SM).
@@ -120,16 +129,18 @@ struct Shape {
     static constexpr int kKOffset = kQOffset + kQBytes;
     static constexpr int kVOffset = kKOffset + kStages * kKVBytes;
     static constexpr int kBarrierOffset = kVOffset + kStages * kKVBytes;
-    static constexpr int kBarriers = 1 + 4 * kStages;
+    static constexpr int kBarriers = 2 + 4 * kStages;
     // +1024: the dynamic shared memory base is only 16-byte aligned; the kernel rounds it up.
     static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers + 1024;
     static_assert(kSmemBytes <= 227 * 1024, "tile does not fit in shared memory");
 };
 
 struct Params {
-    float* lse;
-    int seqlen_q, seqlen_k, nheads, group;  // group = nheads / nheads_kv
+    __nv_bfloat16* out;  // (batch, seqlen_q, nheads, headdim), dense
+    float* lse;          // (batch, nheads, seqlen_q)
+    int batch, seqlen_q, seqlen_k, nheads, group;  // group = nheads / nheads_kv
     int causal;
+    int causal_group;  // causal: heads whose query blocks are dealt together (decode_tile)
     float scale_log2;  // softmax_scale * log2(e): scores live in base-2 units
 };
 
@@ -172,18 +183,6 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, u
         " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(dst),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
         : "memory");
-}
-
-__device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, int c0, int c1,
-                                          int c2, int c3) {
-    asm volatile(
-        "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-        ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-        : "memory");
-}
-
-__device__ __forceinline__ void tma_store_commit_and_wait() {
-    asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
 // A wgmma shared-memory descriptor for a 128-byte-swizzled tile (layout type 1 in bits 62-63).
@@ -433,15 +432,85 @@ __device__ __forceinline__ void pass_turn(int wg) {
                      : "memory");
 }
 
+// One row of O, stored 16 bytes a lane. The quad's four lanes each hold 4 bytes (two columns)
+// of every 8-column chunk of the row; two exchanges (lanes c^1, then c^2) give each lane all
+// 16 bytes of one chunk in four, so a warp's store writes whole 32-byte sectors (64 bytes a row)
+// instead of 16-byte halves, with a quarter of the store instructions (v13's 4-byte stores
+// held 5% of d128 512's stall samples on the store queue).
+template <int HEADDIM>
+__device__ __forceinline__ void store_row(__nv_bfloat16* out_row, const uint32_t* packed, int c,
+                                          bool keep) {
+    const bool odd = (c & 1) != 0, high = (c & 2) != 0;
+#pragma unroll
+    for (int q = 0; q < HEADDIM / 32; ++q) {
+        const uint32_t a0 = packed[4 * q], a1 = packed[4 * q + 1];
+        const uint32_t a2 = packed[4 * q + 2], a3 = packed[4 * q + 3];
+        // Round 1: even lanes keep chunks 0 and 2 of the four, odd lanes 1 and 3, each as the
+        // 8 bytes of its lane pair.
+        const uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : a1, 1);
+        const uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd ? a2 : a3, 1);
+        const uint32_t pa0 = odd ? r0 : a0, pa1 = odd ? a1 : r0;  // chunk 0 (even) or 1 (odd)
+        const uint32_t pb0 = odd ? r1 : a2, pb1 = odd ? a3 : r1;  // chunk 2 (even) or 3 (odd)
+        // Round 2: lanes 0-1 keep their first piece, lanes 2-3 their second, and take the
+        // other lane pair's half of it: lane c then holds chunk c whole.
+        const uint32_t s0 = __shfl_xor_sync(0xffffffffu, high ? pa0 : pb0, 2);
+        const uint32_t s1 = __shfl_xor_sync(0xffffffffu, high ? pa1 : pb1, 2);
+        const uint4 chunk = high ? make_uint4(s0, s1, pb0, pb1) : make_uint4(pa0, pa1, s0, s1);
+        if (keep) *reinterpret_cast<uint4*>(out_row + 8 * (4 * q + c)) = chunk;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The kernel.
 
-template <int HEADDIM, int BLOCK_N, int CONSUMERS>
-__global__ void __launch_bounds__(Shape<HEADDIM, BLOCK_N, CONSUMERS>::kThreads, 1)
+// Work tiles: (query block, head, batch). Non-causal tiles are all alike: query blocks are the
+// fastest index, so CTAs at work together share a head's K and V in L2. Causal tiles come in
+// groups of heads, query blocks longest first within a group, so CTAs at work together still
+// share a few heads' K and V: one head per group with a CTA per tile (the hardware then gives
+// the short tiles to the SMs that free first), and with a persistent causal grid of exactly
+// heads-per-group x query-blocks CTAs, one group per round: dealt in snake order, a CTA's
+// longest tile in one round pairs with its shortest in the next. (Longest first over the whole
+// grid, v12-v13, put 132 different heads' K and V in flight at once: 10-20% slower at 1k-4k.)
+struct Tile {
+    int m_block, head, batch;
+};
+__device__ __forceinline__ Tile decode_tile(int index, int m_blocks, int nheads, int batch,
+                                            bool causal, int per_group) {
+    if (causal) {
+        const int bh_total = nheads * batch;
+        const int group = index / (per_group * m_blocks);
+        const int first = group * per_group;
+        const int here = min(per_group, bh_total - first);
+        const int r = index - first * m_blocks;
+        const int bh = first + r % here;
+        return {m_blocks - 1 - r / here, bh % nheads, bh / nheads};
+    }
+    const int bh = index / m_blocks;
+    return {index % m_blocks, bh % nheads, bh / nheads};
+}
+
+// The tile a CTA takes in its round r: rounds of gridDim.x tiles, dealt left to right in even
+// rounds and right to left in odd ones, so that with causal tiles (longest first) every CTA's
+// sum of work comes out about even.
+__device__ __forceinline__ int tile_of_round(int round) {
+    const int g = static_cast<int>(gridDim.x);
+    const int b = static_cast<int>(blockIdx.x);
+    return round * g + ((round & 1) ? g - 1 - b : b);
+}
+
+// Key tiles a query block sees: all of them, or causal up to its last row's diagonal.
+template <int BM, int BN>
+__device__ __forceinline__ int key_blocks(const Params& p, int m0) {
+    int n_end = p.seqlen_k;
+    if (p.causal) n_end = min(n_end, min(m0 + BM, p.seqlen_q) + p.seqlen_k - p.seqlen_q);
+    return n_end > 0 ? (n_end + BN - 1) / BN : 0;
+}
+
+template <int HEADDIM, int BLOCK_N>
+__global__ void __launch_bounds__(Shape<HEADDIM, BLOCK_N>::kThreads, 1)
 flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-               const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
-               const Params p) {
-    using S = Shape<HEADDIM, BLOCK_N, CONSUMERS>;
+               const __grid_constant__ CUtensorMap tm_v, const Params p) {
+    using S = Shape<HEADDIM, BLOCK_N>;
     constexpr int BN = S::kBlockN;
     constexpr int STAGES = S::kStages;
     constexpr int kBlockM = S::kBlockM;
@@ -451,32 +520,26 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const uint32_t q_smem = base + S::kQOffset;
     const uint32_t k_smem = base + S::kKOffset;
     const uint32_t v_smem = base + S::kVOffset;
-    // Barriers, 8 bytes each: q_full, then per stage k_full, v_full, k_empty, v_empty.
+    // Barriers, 8 bytes each: q_full, q_empty, then per stage k_full, v_full, k_empty, v_empty.
     const uint32_t q_full = base + S::kBarrierOffset;
-    const uint32_t k_full = q_full + 8;
+    const uint32_t q_empty = q_full + 8;
+    const uint32_t k_full = q_empty + 8;
     const uint32_t v_full = k_full + 8 * STAGES;
     const uint32_t k_empty = v_full + 8 * STAGES;
     const uint32_t v_empty = k_empty + 8 * STAGES;
 
-    // Causal grids: the tiles with the most keys first, so the short ones fill the tail.
-    const int m_block = p.causal ? static_cast<int>(gridDim.x - 1 - blockIdx.x)
-                                 : static_cast<int>(blockIdx.x);
-    const int head = blockIdx.y;
-    const int batch = blockIdx.z;
-    const int kv_head = head / p.group;
-    const int m0 = m_block * kBlockM;
+    const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+    const int tiles = m_blocks * p.nheads * p.batch;
     const int diag = p.seqlen_k - p.seqlen_q;  // query i sees key j iff j <= i + diag (causal)
-    int n_end = p.seqlen_k;
-    if (p.causal) n_end = min(n_end, min(m0 + kBlockM, p.seqlen_q) + diag);
-    const int n_blocks = n_end > 0 ? (n_end + BN - 1) / BN : 0;
 
     if (threadIdx.x == 0) {
         mbar_init(q_full, 1);
+        mbar_init(q_empty, kConsumers * 4);  // one arrival per consumer warp
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(k_full + 8 * s, 1);
             mbar_init(v_full + 8 * s, 1);
-            mbar_init(k_empty + 8 * s, kConsumers * 4);  // one arrival per consumer warp
+            mbar_init(k_empty + 8 * s, kConsumers * 4);
             mbar_init(v_empty + 8 * s, kConsumers * 4);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -488,26 +551,40 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         // ---------------- producer ----------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(S::kProducerRegs));
         if (threadIdx.x == 0) {
-            mbar_expect_tx(q_full, S::kQBytes);
-#pragma unroll
-            for (int ch = 0; ch < S::kChunks; ++ch)
-                tma_load(q_smem + ch * kBlockM * kRowBytes, &tm_q, q_full, ch * kChunk, head, m0,
-                         batch);
-            for (int j = 0; j < n_blocks; ++j) {
-                const int s = j % STAGES;
-                const uint32_t parity = ((j / STAGES) & 1) ^ 1;  // a fresh barrier passes 1
-                mbar_wait(k_empty + 8 * s, parity);
-                mbar_expect_tx(k_full + 8 * s, S::kKVBytes);
-#pragma unroll
-                for (int ch = 0; ch < S::kChunks; ++ch)
-                    tma_load(k_smem + s * S::kKVBytes + ch * BN * kRowBytes, &tm_k, k_full + 8 * s,
-                             ch * kChunk, kv_head, j * BN, batch);
-                mbar_wait(v_empty + 8 * s, parity);
-                mbar_expect_tx(v_full + 8 * s, S::kKVBytes);
+            int kv = 0;       // K/V tiles loaded so far, over every work tile: the ring position
+            int q_loads = 0;  // Q tiles loaded so far
+            for (int round = 0; tile_of_round(round) < tiles; ++round) {
+                const Tile tile =
+                    decode_tile(tile_of_round(round), m_blocks, p.nheads, p.batch, p.causal,
+                                p.causal_group);
+                const int m0 = tile.m_block * kBlockM;
+                const int n_blocks = key_blocks<kBlockM, BN>(p, m0);
+                if (n_blocks == 0) continue;  // its rows see no key: no Q, no K, no V
+                const int kv_head = tile.head / p.group;
+                // Q's buffer is free once every consumer's last S of the previous tile is done.
+                if (q_loads > 0) mbar_wait(q_empty, (q_loads - 1) & 1);
+                ++q_loads;
+                mbar_expect_tx(q_full, S::kQBytes);
 #pragma unroll
                 for (int ch = 0; ch < S::kChunks; ++ch)
-                    tma_load(v_smem + s * S::kKVBytes + ch * BN * kRowBytes, &tm_v, v_full + 8 * s,
-                             ch * kChunk, kv_head, j * BN, batch);
+                    tma_load(q_smem + ch * kBlockM * kRowBytes, &tm_q, q_full, ch * kChunk,
+                             tile.head, m0, tile.batch);
+                for (int j = 0; j < n_blocks; ++j, ++kv) {
+                    const int s = kv % STAGES;
+                    const uint32_t parity = ((kv / STAGES) & 1) ^ 1;  // a fresh barrier passes 1
+                    mbar_wait(k_empty + 8 * s, parity);
+                    mbar_expect_tx(k_full + 8 * s, S::kKVBytes);
+#pragma unroll
+                    for (int ch = 0; ch < S::kChunks; ++ch)
+                        tma_load(k_smem + s * S::kKVBytes + ch * BN * kRowBytes, &tm_k,
+                                 k_full + 8 * s, ch * kChunk, kv_head, j * BN, tile.batch);
+                    mbar_wait(v_empty + 8 * s, parity);
+                    mbar_expect_tx(v_full + 8 * s, S::kKVBytes);
+#pragma unroll
+                    for (int ch = 0; ch < S::kChunks; ++ch)
+                        tma_load(v_smem + s * S::kKVBytes + ch * BN * kRowBytes, &tm_v,
+                                 v_full + 8 * s, ch * kChunk, kv_head, j * BN, tile.batch);
+                }
             }
         }
         return;
@@ -521,130 +598,143 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const int lane = t % 32;
     const int g = lane / 4;  // accumulator row within the warp's 16 (and g + 8)
     const int c = lane % 4;  // accumulator column pair within each 8-column block
-    const int row0 = m0 + wg * 64 + warp * 16 + g;
     const float sl2 = p.scale_log2;
     const uint32_t q_wg = q_smem + wg * 64 * kRowBytes;
-    // Key tiles past these need the mask: ragged past seqlen_k, or crossing the causal diagonal
-    // of this warpgroup's first row.
-    const int first_ragged = p.seqlen_k / BN;
-    const int first_crossing = p.causal ? max(0, (m0 + wg * 64 + diag + 1) / BN) : n_blocks;
-    const int first_masked = min(first_ragged, first_crossing);
+    const bool last_consumer = wg == kConsumers - 1;
 
     float o[HEADDIM / 2];
-#pragma unroll
-    for (int i = 0; i < HEADDIM / 2; ++i) o[i] = 0.f;
-    float row_max[2] = {-INFINITY, -INFINITY};
-    float row_sum[2] = {0.f, 0.f};  // this thread's partial sums; the quad is summed at the end
+    float row_max[2], row_sum[2];  // row_sum: this thread's partial sums, the quad's at the end
     float alpha[2];
     float sc[BN / 2];
     uint32_t pa[BN / 4];
 
+    int kv = 0;  // the ring position, as the producer counts it
+    int q_loads = 0;
     // Turns: consumer 0 goes first (the last consumer hands it the first turn); every turn
-    // taken is handed on, except the last consumer's last, so the barriers end balanced.
-    const bool last_consumer = wg == kConsumers - 1;
-    if (last_consumer && n_blocks > 0) pass_turn<kConsumers>(wg);
-    mbar_wait(q_full, 0);
+    // taken is handed on, and consumer 0 takes the last hand-over after the last tile, so the
+    // barriers end balanced (also in a CTA whose tiles see no key and take no turn).
+    if (last_consumer) pass_turn<kConsumers>(wg);
+    // No branch inside the tile loop may depend on the thread (only on the tile): ptxas keeps
+    // the steady loop's addresses on the uniform datapath only in code it can prove converged,
+    // and a thread-dependent branch in the loop cost v9 every uniform instruction of the
+    // steady loop (32 R2UR moves per step instead of 8).
+    for (int round = 0; tile_of_round(round) < tiles; ++round) {
+        const Tile tile = decode_tile(tile_of_round(round), m_blocks, p.nheads, p.batch,
+                                      p.causal, p.causal_group);
+        const int m0 = tile.m_block * kBlockM;
+        const int n_blocks = key_blocks<kBlockM, BN>(p, m0);
+        const int row0 = m0 + wg * 64 + warp * 16 + g;
+        // Key tiles past these need the mask: ragged past seqlen_k, or crossing the causal
+        // diagonal of this warpgroup's first row.
+        const int first_ragged = p.seqlen_k / BN;
+        const int first_crossing = p.causal ? max(0, (m0 + wg * 64 + diag + 1) / BN) : n_blocks;
+        const int first_masked = min(first_ragged, first_crossing);
+#pragma unroll
+        for (int i = 0; i < HEADDIM / 2; ++i) o[i] = 0.f;
+        row_max[0] = row_max[1] = -INFINITY;
+        row_sum[0] = row_sum[1] = 0.f;
 
-    // Tile 0: S, softmax, P. Then each step j issues S_j and P_{j-1} V_{j-1} together and runs
-    // the softmax of S_j while P V is still on the tensor cores; a last step finishes P V. The
-    // three phases are separate straight-line code: a wgmma under a branch makes ptxas
-    // serialise every wgmma of the kernel (C7520). A query tile that sees no key (causal,
-    // seqlen_q > seqlen_k) runs none of them, nor takes any turn.
-    if (n_blocks > 0) {
-        mbar_wait(k_full, 0);
-        wait_turn(wg);
-        wgmma_fence();
-        issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem);
-        wgmma_commit();
-        pass_turn<kConsumers>(wg);  // never the last turn: the P V step follows
-        wgmma_wait_all();
-        fence_registers<BN / 2>(sc);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(k_empty);
-        if (0 >= first_masked) mask_tile<BN>(sc, 0, row0, c, p.seqlen_k, p.causal, diag);
-        softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
-        to_operand<BN>(sc, pa);
-    }
-    for (int j = 1; j < n_blocks; ++j) {
-        const int s = j % STAGES;
-        const int s_prev = (j - 1) % STAGES;
-        mbar_wait(k_full + 8 * s, (j / STAGES) & 1);
-        mbar_wait(v_full + 8 * s_prev, ((j - 1) / STAGES) & 1);
-        wait_turn(wg);
-        wgmma_fence();
-        issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem + s * S::kKVBytes);
-        wgmma_commit();
-        rescale<HEADDIM>(o, alpha);  // on the CUDA cores while S_j is on the tensor cores
-        wgmma_fence();               // O was written: order it before P V reads it
-        issue_pv<HEADDIM, BN>(o, pa, v_smem + s_prev * S::kKVBytes);
-        wgmma_commit();
-        pass_turn<kConsumers>(wg);
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // S_j is done
-        fence_registers<BN / 2>(sc);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(k_empty + 8 * s);
-        if (j >= first_masked) mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
-        softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
-        wgmma_wait_all();  // P_{j-1} V_{j-1} is done: O and P may be touched again
-        fence_registers<HEADDIM / 2>(o);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
-        to_operand<BN>(sc, pa);
-    }
-    if (n_blocks > 0) {
-        const int s_last = (n_blocks - 1) % STAGES;
-        mbar_wait(v_full + 8 * s_last, ((n_blocks - 1) / STAGES) & 1);
-        rescale<HEADDIM>(o, alpha);
-        wait_turn(wg);
-        wgmma_fence();
-        issue_pv<HEADDIM, BN>(o, pa, v_smem + s_last * S::kKVBytes);
-        wgmma_commit();
-        if (!last_consumer) pass_turn<kConsumers>(wg);
-        wgmma_wait_all();
-        fence_registers<HEADDIM / 2>(o);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(v_empty + 8 * s_last);
-    }
-
-    // Epilogue: normalise, stage O as bf16 in this warpgroup's Q rows (same swizzle), TMA store.
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const float inv = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
-        const int local = warp * 16 + g + 8 * r;
-#pragma unroll
-        for (int i = 0; i < HEADDIM / 8; ++i) {
-            const uint32_t unit = static_cast<uint32_t>((i % 8) ^ (local % 8));
-            const uint32_t addr = q_wg + (i / 8) * kBlockM * kRowBytes + local * kRowBytes +
-                                  unit * 16 + c * 4;
-            const uint32_t packed = pack_bf16(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
-            asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(packed) : "memory");
+        // Tile 0: S, softmax, P. Then each step j issues S_j and P_{j-1} V_{j-1} together and
+        // runs the softmax of S_j while P V is still on the tensor cores; a last step finishes
+        // P V. The three phases are separate straight-line code: a wgmma under a branch makes
+        // ptxas serialise every wgmma of the kernel (C7520). A query tile that sees no key
+        // (causal, seqlen_q > seqlen_k) runs none of them, nor takes any turn.
+        if (n_blocks > 0) {
+            mbar_wait(q_full, q_loads & 1);
+            ++q_loads;
+            const int s0 = kv % STAGES;
+            mbar_wait(k_full + 8 * s0, (kv / STAGES) & 1);
+            wait_turn(wg);
+            wgmma_fence();
+            issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem + s0 * S::kKVBytes);
+            wgmma_commit();
+            pass_turn<kConsumers>(wg);
+            wgmma_wait_all();
+            fence_registers<BN / 2>(sc);
+            __syncwarp();
+            if (lane == 0) {
+                mbar_arrive(k_empty + 8 * s0);
+                if (n_blocks == 1) mbar_arrive(q_empty);  // this tile's last S: Q is free
+            }
+            if (0 >= first_masked) mask_tile<BN>(sc, 0, row0, c, p.seqlen_k, p.causal, diag);
+            softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+            to_operand<BN>(sc, pa);
         }
-    }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    named_barrier(1 + wg, kWarpgroupThreads);
-    if (t == 0) {
+        for (int j = 1; j < n_blocks; ++j) {
+            const int s = (kv + j) % STAGES;
+            const int s_prev = (kv + j - 1) % STAGES;
+            mbar_wait(k_full + 8 * s, ((kv + j) / STAGES) & 1);
+            mbar_wait(v_full + 8 * s_prev, ((kv + j - 1) / STAGES) & 1);
+            wait_turn(wg);
+            wgmma_fence();
+            issue_s<HEADDIM, kBlockM, BN>(sc, q_wg, k_smem + s * S::kKVBytes);
+            wgmma_commit();
+            rescale<HEADDIM>(o, alpha);  // on the CUDA cores while S_j is on the tensor cores
+            wgmma_fence();               // O was written: order it before P V reads it
+            issue_pv<HEADDIM, BN>(o, pa, v_smem + s_prev * S::kKVBytes);
+            wgmma_commit();
+            pass_turn<kConsumers>(wg);
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // S_j is done
+            fence_registers<BN / 2>(sc);
+            __syncwarp();
+            if (lane == 0) {
+                mbar_arrive(k_empty + 8 * s);
+                if (j == n_blocks - 1) mbar_arrive(q_empty);
+            }
+            if (j >= first_masked) mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
+            softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+            wgmma_wait_all();  // P_{j-1} V_{j-1} is done: O and P may be touched again
+            fence_registers<HEADDIM / 2>(o);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
+            to_operand<BN>(sc, pa);
+        }
+        if (n_blocks > 0) {
+            const int s_last = (kv + n_blocks - 1) % STAGES;
+            mbar_wait(v_full + 8 * s_last, ((kv + n_blocks - 1) / STAGES) & 1);
+            rescale<HEADDIM>(o, alpha);
+            wait_turn(wg);
+            wgmma_fence();
+            issue_pv<HEADDIM, BN>(o, pa, v_smem + s_last * S::kKVBytes);
+            wgmma_commit();
+            pass_turn<kConsumers>(wg);
+            wgmma_wait_all();
+            fence_registers<HEADDIM / 2>(o);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(v_empty + 8 * s_last);
+        }
+        kv += n_blocks;
+
+        // Epilogue: normalise and store O straight from registers (bf16 pairs; rows past
+        // seqlen_q dropped), so that Q's buffer is free for the next tile's load already.
 #pragma unroll
-        for (int ch = 0; ch < S::kChunks; ++ch)
-            tma_store(&tm_o, q_wg + ch * kBlockM * kRowBytes, ch * kChunk, head, m0 + wg * 64,
-                      batch);
-        tma_store_commit_and_wait();
-    }
-    if (c == 0) {
-        float* lse_row = p.lse + (static_cast<size_t>(batch) * p.nheads + head) * p.seqlen_q;
+        for (int r = 0; r < 2; ++r) {
+            row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+            row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+        }
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int row = row0 + 8 * r;
-            if (row < p.seqlen_q)
-                lse_row[row] = row_sum[r] > 0.f
-                                   ? (row_max[r] * sl2 + log2f(row_sum[r])) * kLn2
-                                   : INFINITY;
+            const float inv = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
+            __nv_bfloat16* out_row =
+                p.out + ((static_cast<size_t>(tile.batch) * p.seqlen_q + row) * p.nheads +
+                         tile.head) * HEADDIM;
+            uint32_t packed[HEADDIM / 8];
+#pragma unroll
+            for (int i = 0; i < HEADDIM / 8; ++i)
+                packed[i] = pack_bf16(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
+            // Every lane of the quad shuffles (the row is the quad's, so the bound is too).
+            store_row<HEADDIM>(out_row, packed, c, row < p.seqlen_q);
+            if (row >= p.seqlen_q) continue;
+            if (c == 0) {
+                float* lse_row =
+                    p.lse + (static_cast<size_t>(tile.batch) * p.nheads + tile.head) * p.seqlen_q;
+                lse_row[row] = row_sum[r] > 0.f ? (row_max[r] * sl2 + log2f(row_sum[r])) * kLn2
+                                                : INFINITY;
+            }
         }
     }
+    if (wg == 0) wait_turn(wg);  // the last consumer's last hand-over
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -667,52 +757,78 @@ bool encode_map(CUtensorMap* map, void* data, int headdim, int heads, int seqlen
                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int HEADDIM, int BLOCK_N, int CONSUMERS>
-int launch_tiles(void* const* tensors, const Params& p, int batch, int nheads_kv,
-                 cudaStream_t stream) {
-    using S = Shape<HEADDIM, BLOCK_N, CONSUMERS>;
+// The grid: one CTA per tile, or persistent with one per multiprocessor (a CTA fills one). A
+// causal persistent grid is a whole number of head groups (decode_tile), and only where those
+// idle at most 1 SM in 20: a head of 67-131 query blocks would leave up to 65 idle (v16 lost 30%
+// at d64 causal 16k so), and dealing such heads one a group over every SM left the SMs' sums of
+// work uneven (v18 lost 14% there against one CTA per tile). SMs read once per device.
+struct Grid {
+    int ctas, causal_group;
+};
+Grid grid_for(int tiles, int m_blocks, int key_tiles, bool causal) {
+    const Grid per_tile{tiles, 1};
+    if (!kPersistent || (causal && !kCausalPersistent)) return per_tile;
+    if (!causal && kPersistentMaxKeyTiles > 0 && key_tiles > kPersistentMaxKeyTiles) return per_tile;
+    static int sms[64] = {0};
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return per_tile;
+    if (sms[device] == 0 &&
+        cudaDeviceGetAttribute(&sms[device], cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+        return per_tile;
+    const int ctas = sms[device];
+    if (!causal) return {tiles < ctas ? tiles : ctas, 1};
+    const int per_group = ctas / m_blocks;
+    const int whole = per_group * m_blocks;
+    if (per_group == 0 || (ctas - whole) * 20 > ctas) return per_tile;
+    return {tiles < whole ? tiles : whole, per_group};
+}
+
+template <int HEADDIM, int BLOCK_N>
+int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStream_t stream) {
+    using S = Shape<HEADDIM, BLOCK_N>;
     constexpr int kBlockM = S::kBlockM;
-    CUtensorMap tm_q, tm_k, tm_v, tm_o;
+    CUtensorMap tm_q, tm_k, tm_v;
     const bool encoded =
-        encode_map(&tm_q, tensors[0], HEADDIM, p.nheads, p.seqlen_q, batch, kBlockM) &&
-        encode_map(&tm_k, tensors[1], HEADDIM, nheads_kv, p.seqlen_k, batch, S::kBlockN) &&
-        encode_map(&tm_v, tensors[2], HEADDIM, nheads_kv, p.seqlen_k, batch, S::kBlockN) &&
-        encode_map(&tm_o, tensors[3], HEADDIM, p.nheads, p.seqlen_q, batch, 64);
+        encode_map(&tm_q, tensors[0], HEADDIM, p.nheads, p.seqlen_q, p.batch, kBlockM) &&
+        encode_map(&tm_k, tensors[1], HEADDIM, nheads_kv, p.seqlen_k, p.batch, S::kBlockN) &&
+        encode_map(&tm_v, tensors[2], HEADDIM, nheads_kv, p.seqlen_k, p.batch, S::kBlockN);
     if (!encoded) return 3;
     static bool configured = false;  // the opt-in shared-memory size, once per process
     if (!configured) {
-        if (cudaFuncSetAttribute(flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS>,
+        if (cudaFuncSetAttribute(flash_fwd_sm90<HEADDIM, BLOCK_N>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  S::kSmemBytes) != cudaSuccess)
             return 4;
         configured = true;
     }
-    const dim3 grid((p.seqlen_q + kBlockM - 1) / kBlockM, p.nheads, batch);
-    flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS><<<grid, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, tm_o, p);
+    const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+    const long long tiles = static_cast<long long>(m_blocks) * p.nheads * p.batch;
+    if (tiles > 0x7fffffff) return 1;
+    const int key_tiles = (p.seqlen_k + S::kBlockN - 1) / S::kBlockN;
+    const Grid grid = grid_for(static_cast<int>(tiles), m_blocks, key_tiles, p.causal);
+    Params launch_params = p;
+    launch_params.causal_group = grid.causal_group;
+    flash_fwd_sm90<HEADDIM, BLOCK_N>
+        <<<grid.ctas, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, launch_params);
     return cudaGetLastError() == cudaSuccess ? 0 : 5;
 }
 
 template <int HEADDIM>
-int launch(void* const* tensors, const Params& p, int batch, int nheads_kv, cudaStream_t stream) {
+int launch(void* const* tensors, const Params& p, int nheads_kv, cudaStream_t stream) {
     constexpr int kCausalN = block_n<HEADDIM, true>();
     constexpr int kFullN = block_n<HEADDIM, false>();
-    constexpr int kConsumers = default_consumers<HEADDIM>();
-    if constexpr (HEADDIM == 64 && SM90_D64_CONSUMERS == 0) {
-        if (p.causal && p.seqlen_q <= 1024)
-            return launch_tiles<HEADDIM, kCausalN, 2>(tensors, p, batch, nheads_kv, stream);
-    }
-    if (p.causal)
-        return launch_tiles<HEADDIM, kCausalN, kConsumers>(tensors, p, batch, nheads_kv, stream);
-    return launch_tiles<HEADDIM, kFullN, kConsumers>(tensors, p, batch, nheads_kv, stream);
+    if (p.causal) return launch_tiles<HEADDIM, kCausalN>(tensors, p, nheads_kv, stream);
+    return launch_tiles<HEADDIM, kFullN>(tensors, p, nheads_kv, stream);
 }
 
 }  // namespace
 
 extern "C" int ks_launch(void* const* tensors, const int64_t* ints, const double* floats,
                          cudaStream_t stream) {
-    const int batch = static_cast<int>(ints[0]);
     Params p;
+    p.out = static_cast<__nv_bfloat16*>(tensors[3]);
     p.lse = static_cast<float*>(tensors[4]);
+    p.batch = static_cast<int>(ints[0]);
     p.seqlen_q = static_cast<int>(ints[1]);
     p.seqlen_k = static_cast<int>(ints[2]);
     p.nheads = static_cast<int>(ints[3]);
@@ -720,14 +836,13 @@ extern "C" int ks_launch(void* const* tensors, const int64_t* ints, const double
     const int headdim = static_cast<int>(ints[5]);
     p.causal = ints[6] != 0;
     p.scale_log2 = static_cast<float>(floats[0] * static_cast<double>(kLog2e));
-    if (batch <= 0 || p.seqlen_q <= 0 || p.nheads <= 0) return 0;  // nothing to compute
+    if (p.batch <= 0 || p.seqlen_q <= 0 || p.nheads <= 0) return 0;  // nothing to compute
     if (p.seqlen_k <= 0 || nheads_kv <= 0 || p.nheads % nheads_kv != 0) return 1;
-    if (batch > 65535 || p.nheads > 65535) return 1;  // grid y and z limits
     p.group = p.nheads / nheads_kv;
     switch (headdim) {
-        case 64: return launch<64>(tensors, p, batch, nheads_kv, stream);
-        case 128: return launch<128>(tensors, p, batch, nheads_kv, stream);
-        case 256: return launch<256>(tensors, p, batch, nheads_kv, stream);
+        case 64: return launch<64>(tensors, p, nheads_kv, stream);
+        case 128: return launch<128>(tensors, p, nheads_kv, stream);
+        case 256: return launch<256>(tensors, p, nheads_kv, stream);
         default: return 2;  // unsupported head dimension
     }
 }
