@@ -41,6 +41,8 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_RESCALE_SLACK": 0},
         {"SM90_PERSISTENT": 0},
         {"SM90_CAUSAL_PERSISTENT": 0, "SM90_PERSISTENT_MAX_KEY_TILES": 16},
+        {"SM90_SOFTMAX_UNDER_PV": 0},
+        {"SM90_SOFTMAX_UNDER_PV": 2},
     ],
     ids=[
         "defaults",
@@ -49,6 +51,8 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         "exact-rescale",
         "one-cta-per-tile",
         "causal-per-tile-long-per-tile",
+        "k-released-before-the-softmax",
+        "softmax-under-pv-but-d64",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:

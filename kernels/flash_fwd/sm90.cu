@@ -74,6 +74,11 @@ constexpr bool kPingPong = SM90_PINGPONG != 0;     // consumers take turns at th
 // How far (base 2) a row's maximum may rise before O and the sum are rescaled to it; 0 rescales
 // at every rise, as the textbook online softmax does.
 constexpr float kRescaleSlack = static_cast<float>(SM90_RESCALE_SLACK);
+#ifndef SM90_SOFTMAX_UNDER_PV
+#define SM90_SOFTMAX_UNDER_PV 1
+#endif
+// Where a consumer releases K_j's buffer in the steady loop: 0 before the mask (v19), 1 after
+// the softmax (v20: then the softmax runs under P V, see the loop), 2 after it except at d64.
 #ifndef SM90_PERSISTENT
 #define SM90_PERSISTENT 1
 #endif
@@ -212,6 +217,16 @@ template <int N>
 __device__ __forceinline__ void fence_registers(float* r) {
 #pragma unroll
     for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// A consumer warp's release of the K buffer it has read (and of Q after the tile's last S).
+__device__ __forceinline__ void release_k(int lane, uint32_t k_empty, uint32_t q_empty,
+                                          bool last) {
+    __syncwarp();
+    if (lane == 0) {
+        mbar_arrive(k_empty);
+        if (last) mbar_arrive(q_empty);
+    }
 }
 
 __device__ __forceinline__ float fast_exp2(float x) {
@@ -515,6 +530,8 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     constexpr int STAGES = S::kStages;
     constexpr int kBlockM = S::kBlockM;
     constexpr int kConsumers = S::kConsumers;
+    constexpr bool kSoftmaxUnderPv =
+        SM90_SOFTMAX_UNDER_PV == 1 || (SM90_SOFTMAX_UNDER_PV == 2 && HEADDIM != 64);
     extern __shared__ uint8_t smem_raw[];
     const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;  // swizzle atoms: 1024 B
     const uint32_t q_smem = base + S::kQOffset;
@@ -676,13 +693,16 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             pass_turn<kConsumers>(wg);
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // S_j is done
             fence_registers<BN / 2>(sc);
-            __syncwarp();
-            if (lane == 0) {
-                mbar_arrive(k_empty + 8 * s);
-                if (j == n_blocks - 1) mbar_arrive(q_empty);
-            }
+            if constexpr (!kSoftmaxUnderPv)
+                release_k(lane, k_empty + 8 * s, q_empty, j == n_blocks - 1);
             if (j >= first_masked) mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
             softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+            // With kSoftmaxUnderPv, K_j's buffer is released only now, after the softmax, on
+            // purpose: the branch ends the softmax's basic block. ptxas moves a wgmma wait up to
+            // the start of its block, and with the release before the mask (v19) the wait for
+            // P V below sat ahead of every exponential: the softmax never ran under P V.
+            if constexpr (kSoftmaxUnderPv)
+                release_k(lane, k_empty + 8 * s, q_empty, j == n_blocks - 1);
             wgmma_wait_all();  // P_{j-1} V_{j-1} is done: O and P may be touched again
             fence_registers<HEADDIM / 2>(o);
             __syncwarp();

@@ -1,0 +1,128 @@
+"""What ptxas scheduled in the Hopper kernel's steady loop, read from its SASS on the CPU: the
+softmax of S_j must run while P_{j-1} V_{j-1} is still on the tensor cores.
+
+The source always asked for that order (wait for S_j, softmax, then wait for P V), but ptxas
+moves a wgmma wait up to the start of its basic block, and until v20 that put the wait for P V
+ahead of every exponential in every head dim (kernels/flash_fwd/NOTES.md, v20). The loop's
+only `wgmma.wait_group 1` (SASS `WARPGROUP.DEPBAR.LE gsb0, 0x1`) is the wait for S_j; the
+exponentials between it and the next wait are the ones that overlap P V.
+
+Needs nvcc, cuobjdump and nvdisasm (the CUDA toolkit, or the nvidia-cuda-cuobjdump and
+nvidia-cuda-nvdisasm wheels of the dev extra).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.evaluate.build import BASE_FLAGS
+from kernelseek_tui.task import load_task
+
+TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd"
+FUNCTION = re.compile(r"Function : (\S+)")
+INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);")
+HEAD_DIM = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)")
+
+
+def cuobjdump() -> str | None:
+    """cuobjdump on PATH, or the one the nvidia-cuda-cuobjdump wheel put beside this Python."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    for site in map(Path, sys.path):
+        for candidate in site.glob("nvidia/cu*/bin/cuobjdump"):
+            return str(candidate)
+    return None
+
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH"),
+    pytest.mark.skipif(cuobjdump() is None, reason="no cuobjdump (CUDA toolkit or wheel)"),
+]
+
+
+def sass_by_kernel(tmp_path: Path, defines: dict[str, int]) -> dict[tuple[int, int], list[str]]:
+    """The kernel built as the judge builds it (sm_90a), disassembled: instructions per
+    (head dim, key-tile width) instantiation."""
+    task = load_task(TASK_DIR, "sm90.cu")
+    cubin = tmp_path / "k.cubin"
+    flags = [f"-D{name}={value}" for name, value in defines.items()]
+    judge_flags = [f for f in BASE_FLAGS if f not in ("-shared", "-Xcompiler", "-fPIC")]
+    command = ["nvcc", *judge_flags, *task.nvcc_flags, *flags, "-cubin", "-o", str(cubin)]
+    built = subprocess.run(
+        [*command, str(task.source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr
+    tool = cuobjdump()
+    assert tool is not None
+    # cuobjdump runs nvdisasm, found on PATH: the wheel puts it beside cuobjdump.
+    env = {**os.environ, "PATH": f"{Path(tool).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    listing = subprocess.run(
+        [tool, "-sass", str(cubin)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=env,
+    ).stdout
+    kernels: dict[tuple[int, int], list[str]] = {}
+    current: list[str] | None = None
+    for line in listing.splitlines():
+        function = FUNCTION.search(line)
+        if function:
+            dims = HEAD_DIM.search(function.group(1))
+            current = kernels.setdefault((int(dims[1]), int(dims[2])), []) if dims else None
+            continue
+        instruction = INSTRUCTION.search(line)
+        if instruction and current is not None:
+            current.append(instruction.group(1))
+    return kernels
+
+
+def exponentials_under_pv(instructions: list[str]) -> int:
+    """Exponentials between the steady loop's wait for S_j and the wait that follows it."""
+    waits = [i for i, text in enumerate(instructions) if "WARPGROUP.DEPBAR" in text]
+    for_s = [i for i in waits if text_ends(instructions[i], "0x1")]
+    assert len(for_s) == 1, [instructions[i] for i in waits]
+    following = [i for i in waits if i > for_s[0]]
+    assert following, "no wait after the wait for S_j"
+    between = instructions[for_s[0] + 1 : following[0]]
+    return sum("MUFU.EX2" in text for text in between)
+
+
+def text_ends(text: str, value: str) -> bool:
+    return text.replace(" ", "").endswith(f"gsb0,{value}")
+
+
+def test_the_softmax_runs_under_pv_in_every_head_dim(tmp_path: Path) -> None:
+    kernels = sass_by_kernel(tmp_path, {})
+    assert {d for d, _ in kernels} == {64, 128, 256}
+    for (headdim, block_n), instructions in kernels.items():
+        # A consumer thread holds two rows of BLOCK_N / 4 scores each: all their exponentials.
+        assert exponentials_under_pv(instructions) >= block_n // 2, (headdim, block_n)
+
+
+def test_with_k_released_before_the_mask_the_wait_for_pv_comes_first(tmp_path: Path) -> None:
+    """v19's placement (SM90_SOFTMAX_UNDER_PV=0): the check above would have failed."""
+    for key, instructions in sass_by_kernel(tmp_path, {"SM90_SOFTMAX_UNDER_PV": 0}).items():
+        assert exponentials_under_pv(instructions) == 0, key
+
+
+def test_knob_value_2_keeps_d64_as_v19(tmp_path: Path) -> None:
+    kernels = sass_by_kernel(tmp_path, {"SM90_SOFTMAX_UNDER_PV": 2})
+    for (headdim, block_n), instructions in kernels.items():
+        under = exponentials_under_pv(instructions)
+        if headdim == 64:
+            assert under == 0, (headdim, block_n)
+        else:
+            assert under >= block_n // 2, (headdim, block_n)
