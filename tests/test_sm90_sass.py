@@ -28,7 +28,8 @@ from kernelseek_tui.task import load_task
 TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd"
 FUNCTION = re.compile(r"Function : (\S+)")
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);")
-HEAD_DIM = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)")
+# (head dim, key-tile width, consumer warpgroups) of each instantiation.
+INSTANCE = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)ELi(\d+)E")
 
 
 def cuobjdump() -> str | None:
@@ -48,9 +49,11 @@ pytestmark = [
 ]
 
 
-def sass_by_kernel(tmp_path: Path, defines: dict[str, int]) -> dict[tuple[int, int], list[str]]:
+def sass_by_kernel(
+    tmp_path: Path, defines: dict[str, int]
+) -> dict[tuple[int, int, int], list[str]]:
     """The kernel built as the judge builds it (sm_90a), disassembled: instructions per
-    (head dim, key-tile width) instantiation."""
+    (head dim, key-tile width, consumers) instantiation."""
     task = load_task(TASK_DIR, "sm90.cu")
     cubin = tmp_path / "k.cubin"
     flags = [f"-D{name}={value}" for name, value in defines.items()]
@@ -75,13 +78,14 @@ def sass_by_kernel(tmp_path: Path, defines: dict[str, int]) -> dict[tuple[int, i
         timeout=120,
         env=env,
     ).stdout
-    kernels: dict[tuple[int, int], list[str]] = {}
+    kernels: dict[tuple[int, int, int], list[str]] = {}
     current: list[str] | None = None
     for line in listing.splitlines():
         function = FUNCTION.search(line)
         if function:
-            dims = HEAD_DIM.search(function.group(1))
-            current = kernels.setdefault((int(dims[1]), int(dims[2])), []) if dims else None
+            dims = INSTANCE.search(function.group(1))
+            key = (int(dims[1]), int(dims[2]), int(dims[3])) if dims else None
+            current = kernels.setdefault(key, []) if key else None
             continue
         instruction = INSTRUCTION.search(line)
         if instruction and current is not None:
@@ -106,10 +110,17 @@ def text_ends(text: str, value: str) -> bool:
 
 def test_the_softmax_runs_under_pv_in_every_head_dim(tmp_path: Path) -> None:
     kernels = sass_by_kernel(tmp_path, {})
-    assert {d for d, _ in kernels} == {64, 128, 256}
-    for (headdim, block_n), instructions in kernels.items():
+    assert {d for d, _, _ in kernels} == {64, 128, 256}
+    for (headdim, block_n, consumers), instructions in kernels.items():
         # A consumer thread holds two rows of BLOCK_N / 4 scores each: all their exponentials.
-        assert exponentials_under_pv(instructions) >= block_n // 2, (headdim, block_n)
+        assert exponentials_under_pv(instructions) >= block_n // 2, (headdim, block_n, consumers)
+
+
+def test_two_d64_consumers_for_short_causal_grids_keep_it(tmp_path: Path) -> None:
+    kernels = sass_by_kernel(tmp_path, {"SM90_D64_CONSUMERS": 0})
+    assert {(d, c) for d, _, c in kernels if d == 64} == {(64, 2), (64, 3)}
+    for (headdim, block_n, consumers), instructions in kernels.items():
+        assert exponentials_under_pv(instructions) >= block_n // 2, (headdim, block_n, consumers)
 
 
 def test_with_k_released_before_the_mask_the_wait_for_pv_comes_first(tmp_path: Path) -> None:
@@ -120,7 +131,7 @@ def test_with_k_released_before_the_mask_the_wait_for_pv_comes_first(tmp_path: P
 
 def test_knob_value_2_keeps_d64_as_v19(tmp_path: Path) -> None:
     kernels = sass_by_kernel(tmp_path, {"SM90_SOFTMAX_UNDER_PV": 2})
-    for (headdim, block_n), instructions in kernels.items():
+    for (headdim, block_n, _), instructions in kernels.items():
         under = exponentials_under_pv(instructions)
         if headdim == 64:
             assert under == 0, (headdim, block_n)
