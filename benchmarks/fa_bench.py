@@ -9,9 +9,12 @@ The same source given twice is timed twice (`v14`, `v14#2`): an A/A run, whose s
 noise any two versions' comparison in that run carries.
 
 `--pre-call-flips` adds, per candidate, the same timing loop written out here (`NAME@loop`: the L2
-flushed, then the call between two events; it should read as do_bench does) and that loop with
-the judge's sign-flip kernel before each flush, over q, k and v (`NAME@flip`) or q alone
-(`NAME@flipq`): what the judge's per-call perturbation does to a kernel's measured speed.
+flushed by do_bench's 256 MB memset, then the call between two events; it should read as
+do_bench does), that loop with the judge's sign-flip kernel before each flush, over q, k and v
+(`NAME@flip`) or q alone (`NAME@flipq`), and with the judge's own flush size (twice the L2, at
+least 64 MiB) without a flip (`NAME@jflush`) and after a flip of q (`NAME@judgeq`, the judge's
+conditions for flash_fwd): what the judge's per-call work does to a kernel's measured speed.
+It also prints, once, the GPU time of each piece of that work (each flip, each flush).
 
 As a sanity check (not the judge: `kernelseek eval` is), each row also shows the largest
 |out - FA3's out| of the first candidate on the same inputs.
@@ -160,11 +163,61 @@ def graph_tflops(fn: Any, call_args: tuple, work: float, rep: int) -> float | No
     return work / (ms * 1e-3) / 1e12
 
 
-PRE_CALL_FLIPS = {"loop": (), "flip": ("q", "k", "v"), "flipq": ("q",)}
+DO_BENCH_FLUSH = 256_000_000  # triton's do_bench clears a 256 MB buffer before each call
+# Each mode: the inputs flipped before each flush, and the flush ("judge": the judge's size).
+PRE_CALL_FLIPS: dict[str, tuple[tuple[str, ...], str]] = {
+    "loop": ((), "do_bench"),
+    "flip": (("q", "k", "v"), "do_bench"),
+    "flipq": (("q",), "do_bench"),
+    "jflush": ((), "judge"),
+    "judgeq": (("q",), "judge"),
+}
+
+
+def judge_flush_bytes() -> int:
+    """The judge's flush (kernelseek_tui.evaluate.timing): twice the L2, at least 64 MiB."""
+    import torch
+
+    l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0))
+    return max(2 * l2, 64 << 20)
+
+
+def flush_bytes_of(kind: str) -> int:
+    return DO_BENCH_FLUSH if kind == "do_bench" else judge_flush_bytes()
+
+
+def gpu_us(work: Any, reps: int = 20) -> float:
+    """Median GPU microseconds of ``work()`` alone, between two events on torch's stream."""
+    import torch
+
+    times = []
+    for _ in range(reps):
+        first, last = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        first.record()
+        work()
+        last.record()
+        torch.cuda.synchronize()
+        times.append(first.elapsed_time(last) * 1000.0)
+    return sorted(times)[len(times) // 2]
+
+
+def print_pre_call_costs(tensors: dict[str, Any]) -> None:
+    """The GPU time of each piece of pre-call work, on this shape's tensors."""
+    import torch
+
+    costs = []
+    for names in (("q", "k", "v"), ("q",)):
+        flip = sign_flipper(tensors, names)
+        costs.append(f"flip {'+'.join(names)} {gpu_us(flip):.0f} us")
+    for kind in ("do_bench", "judge"):
+        size = flush_bytes_of(kind)
+        cache = torch.empty(size // 4, dtype=torch.int32, device="cuda")
+        costs.append(f"{kind} flush {size / 1e6:.0f} MB {gpu_us(cache.zero_):.0f} us")
+    print("# pre-call work, GPU time: " + "; ".join(costs))
 
 
 def time_with_pre_call(
-    call: Any, pre: Any, warmup_ms: float, rep_ms: float, flush_bytes: int = 256_000_000
+    call: Any, pre: Any, warmup_ms: float, rep_ms: float, flush_bytes: int = DO_BENCH_FLUSH
 ) -> float:
     """Median ms of ``call`` timed as do_bench does (the L2 flushed by a memset of 256 MB, then
     the call between two events), with ``pre()`` enqueued before each flush when given."""
@@ -292,6 +345,8 @@ def main() -> int:
         torch.manual_seed(0)
         b, s, h, d = shape["batch"], shape["seqlen_q"], shape["nheads"], shape["headdim"]
         q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        if args.pre_call_flips and index == 0:
+            print_pre_call_costs({"q": q, "k": k, "v": v})  # every bench shape's inputs: 64 MiB
         out = torch.empty_like(q)
         lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
         scale = 1.0 / math.sqrt(d)
@@ -302,8 +357,9 @@ def main() -> int:
             if "@" in name:
                 base, mode = name.split("@")
                 call = by_name[base].bind([q, k, v, out, lse], shape, scale, stream)
-                pre = sign_flipper({"q": q, "k": k, "v": v}, PRE_CALL_FLIPS[mode])
-                ms = time_with_pre_call(call, pre, args.warmup, args.rep)
+                flipped, flush = PRE_CALL_FLIPS[mode]
+                pre = sign_flipper({"q": q, "k": k, "v": v}, flipped)
+                ms = time_with_pre_call(call, pre, args.warmup, args.rep, flush_bytes_of(flush))
                 row[name] = work / (ms * 1e-3) / 1e12
                 continue
             if name in by_name:
