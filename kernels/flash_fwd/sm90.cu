@@ -3,7 +3,8 @@
 // kernels/flash_fwd/NOTES.md logs each version with its measured numbers.
 //
 // Work split. A work tile is BLOCK_M query rows of one (batch, head), 64 per consumer
-// warpgroup (d64: 3 consumers, 192 rows; d128/d256: 2 consumers, 128 rows); its CTA walks that
+// warpgroup (d64: 3 consumers, 192 rows, SM90_D64_CONSUMERS=0|2 for two; d128/d256: 2
+// consumers, 128 rows); its CTA walks that
 // head's keys in tiles of BLOCK_N (128 for d64 and causal d128, 176 for d128, 80 for d256: as
 // wide as a consumer's registers hold O, S and P; knobs SM90_D128_BLOCK_N=128 and
 // SM90_D256_BLOCK_N=64 narrow them). The grid is persistent (SM90_PERSISTENT): one CTA per SM
@@ -16,16 +17,17 @@
 //
 // Warps and roles (warpgroup 0 and the consumers):
 //   warpgroup 0, the producer: one thread issues every TMA load (per work tile Q, then K and V
-//     per key tile into a ring of STAGES buffers that runs on across work tiles); the warpgroup gives up registers (setmaxnreg 24, or 32
-//     beside three consumers).
+//     per key tile into a ring of STAGES buffers that runs on across work tiles); the
+//     warpgroup gives up registers (setmaxnreg 24, or 32 beside three consumers).
 //   the consumers (setmaxnreg 240, or 160 for three): tile 0 runs S = Q K^T alone; then each
 //     step j issues S_j and P_{j-1} V_{j-1} together (wgmma, S from shared memory, P from
 //     registers as the A operand), waits for S_j only, masks it and runs the online softmax
-//     (fp32 registers, exp2) while P V is still on the tensor cores, then waits for P V and
-//     converts the new P to bf16; O is rescaled for the new row maxima at the next step, on
-//     the CUDA cores while S runs on the tensor cores; a last step finishes P V. The three
-//     phases are straight-line code: a wgmma under a branch makes ptxas serialise them all
-//     (C7520).
+//     (fp32 registers, exp2) while P V is still on the tensor cores (SM90_SOFTMAX_UNDER_PV:
+//     where K's buffer is released decides whether ptxas lets it, see the loop), then waits
+//     for P V and converts the new P to bf16; O is rescaled for the new row maxima at the next
+//     step, on the CUDA cores while S runs on the tensor cores; a last step finishes P V. The
+//     three phases are straight-line code: a wgmma under a branch makes ptxas serialise them
+//     all (C7520).
 //   Turns (SM90_PINGPONG): consumers issue their GEMMs in round-robin turns (named barriers),
 //     so one's softmax runs while another's GEMMs do.
 //
@@ -40,20 +42,22 @@
 //   layout the TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and the layout wgmma reads with the
 //   128-byte-swizzle descriptor: K-major for Q and K (A and B of S), N-major for V (B of P V,
 //   with the transpose bit). Q: HEADDIM/64 chunks of BLOCK_M rows; K and V: STAGES x
-//   HEADDIM/64 chunks of BLOCK_N rows. The epilogue stores O from registers (16 bytes a lane after two exchanges in the quad), so
-//   the next work tile's Q may load while it runs.
+//   HEADDIM/64 chunks of BLOCK_N rows. The epilogue stores O from registers (16 bytes a lane
+//   after two exchanges in the quad), so the next work tile's Q may load while it runs.
 //
 // Masking and ragged edges. Tensor maps are 4-D (headdim, heads, seqlen, batch) over the dense
 //   tensors, so a tile past seqlen_q or seqlen_k is clipped by the hardware: loads fill zeros;
-//   the epilogue drops rows past seqlen_q. Scores of keys >= seqlen_k, and causal ones (key j > query i + seqlen_k -
-//   seqlen_q, bottom-right aligned), become -inf, only in the tiles that need it. A query tile
+//   the epilogue drops rows past seqlen_q. Scores of keys >= seqlen_k, and causal ones (key
+//   j > query i + seqlen_k - seqlen_q, bottom-right aligned), become -inf, only in the tiles
+//   that need it. A query tile
 //   whose rows see no key at all runs no key tile and writes out = 0 and lse = +inf; a row that
 //   sees none inside a tile keeps max -inf and a zero sum, and the exp2 base is taken as 0 then
 //   so no inf - inf appears.
 //
-// Host side: the three tensor maps (Q, K, V) are encoded per call with the driver's cuTensorMapEncodeTiled
-// (libcuda, which the harness links because task.toml's driver_functions allows that function)
-// and passed by value as __grid_constant__ parameters.
+// Host side: the three tensor maps (Q, K, V) are encoded per call with the driver's
+// cuTensorMapEncodeTiled (libcuda, which the harness links because task.toml's
+// driver_functions allows that function) and passed by value as __grid_constant__ parameters;
+// grid_for picks the grid per launch.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
