@@ -92,6 +92,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--session-id", metavar="ID", help="name the session (default: made up)")
     parser.add_argument("--resume", metavar="SESSION", help="continue this session")
     parser.add_argument("--replay-from", type=Path, metavar="DIR", help="session dir to replay")
+    parser.add_argument(
+        "--replay-history",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="(--agent replay) replay a kernel's git history instead of a session: each commit "
+        "of FILE (a kernel of the task directory; default the session's source) whose subject "
+        "starts with '<stem> vN:' is written to the session's kernel and evaluated, oldest "
+        "first, and each question the task's NOTES.md records as drawn ('Question: `id`') is "
+        "asked after the version it follows. A replay of recorded work, not a model at work",
+    )
     parser.add_argument("--repertoire", type=Path, metavar="FILE", help="question repertoire")
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML with a [session] table")
     decide = parser.add_argument_group("decision moments")
@@ -253,7 +264,14 @@ def _decisions(settings: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _agent_options(agent: str, settings: dict[str, Any], replay_from: Path | None) -> dict:
+def _agent_options(
+    agent: str,
+    settings: dict[str, Any],
+    replay_from: Path | None,
+    replay_history: dict[str, str] | None = None,
+) -> dict:
+    if agent != "replay" and (replay_from is not None or replay_history is not None):
+        raise KernelseekError("--replay-from and --replay-history go with --agent replay")
     if agent == "claude":
         names = {
             "max_tokens": "max_tokens",
@@ -269,9 +287,40 @@ def _agent_options(agent: str, settings: dict[str, Any], replay_from: Path | Non
         return options
     if agent == "tuner":
         return {"margin": settings["tuner_margin"]} if "tuner_margin" in settings else {}
+    if replay_from is not None and replay_history is not None:
+        raise KernelseekError("replay a session (--replay-from) or a history, not both")
+    if replay_history is not None:
+        return {"replay_history": replay_history}
     if replay_from is None:
-        raise KernelseekError("--agent replay needs --replay-from SESSION_DIR")
+        raise KernelseekError("--agent replay needs --replay-from SESSION_DIR or --replay-history")
     return {"replay_from": str(replay_from.expanduser().resolve())}
+
+
+def _history_to_replay(task: Any, kernel: str, repertoire: Any) -> dict[str, str]:
+    """What ``--replay-history`` replays (``ReplayAgent``'s ``replay_history``): ``kernel``'s
+    history in the task directory's repository, up to the commit checked out now (pinned, so
+    a resumed session replays the same plan), its NOTES.md, the session's repertoire."""
+    from kernelseek_tui.history.git import resolve_commit, toplevel
+    from kernelseek_tui.repertoire import find_repertoire
+
+    task_dir = Path(task.dir).resolve()
+    root = toplevel(task_dir)
+    if root is None:
+        raise KernelseekError(f"--replay-history: {task_dir} is not in a git repository")
+    history_file = task_dir / (kernel or Path(task.source).relative_to(task.dir).as_posix())
+    if not history_file.resolve().is_relative_to(root):
+        raise KernelseekError(f"--replay-history: {history_file} is outside {root}")
+    rev = resolve_commit("HEAD", root)
+    if rev is None:
+        raise KernelseekError(f"--replay-history: {root} has no commits")
+    return {
+        "repo": str(root),
+        "kernel": history_file.resolve().relative_to(root).as_posix(),
+        "notes": str(task_dir / "NOTES.md"),
+        "repertoire": str(Path(find_repertoire(repertoire)).resolve()),
+        "rev": rev,
+        "session_kernel": Path(task.source).relative_to(task.dir).as_posix(),
+    }
 
 
 def _evaluator_options(settings: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +357,11 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         raise KernelseekError("the claude agent needs $ANTHROPIC_API_KEY (or use --agent tuner)")
     if args.evaluator is None:
         _require_evaluations(f"a {agent} session")
+    history = None
+    if args.replay_history is not None:
+        history = _history_to_replay(task, args.replay_history, settings.get("repertoire"))
+    # Before any `git init` below: a history replay outside a repository is refused, not begun.
+    agent_options = _agent_options(agent, settings, args.replay_from, history)
     _say_if_git_init(task.dir)
     root = traces_root(args.traces, must_exist=False)
     root.mkdir(parents=True, exist_ok=True)
@@ -327,7 +381,7 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         decisions=_decisions(settings),
         repertoire=Path(settings["repertoire"]).resolve() if settings.get("repertoire") else None,
         seed=settings.get("seed"),
-        agent_options=_agent_options(agent, settings, args.replay_from),
+        agent_options=agent_options,
         evaluator=args.evaluator,
         evaluator_options=_evaluator_options(settings),
         gpus=_gpus(settings),

@@ -7,6 +7,10 @@ may do anything, anywhere); the decisions of the new session are the recorded on
 engine raises none of its own. Used for the demo and for regression tests: the same edits
 judged today.
 
+Given ``replay_history`` instead of a session, the steps come from a kernel's git history
+(``history_plan``): each committed version written and evaluated, each question its NOTES record
+asked where it was drawn. Such steps also carry ``replayed_commit`` and ``replayed_version``.
+
 Each replayed step carries ``replay_step`` in its attrs, so a resumed replay skips the steps it
 has already taken (an interrupted one included: it is never run twice).
 """
@@ -35,6 +39,19 @@ class ReplayStep:
     question_id: str | None = None
     source: str | None = None
     trigger: str | None = None
+    # Where the step comes from when it is not a recorded session (a history replay): the
+    # commit and version label, recorded in the step's attrs so a candidate names its commit.
+    commit: str | None = None
+    version: str | None = None
+
+    def origin_attrs(self) -> dict[str, Any]:
+        """``replayed_commit`` / ``replayed_version`` for the trace, when known."""
+        attrs: dict[str, Any] = {}
+        if self.commit is not None:
+            attrs["replayed_commit"] = self.commit
+        if self.version is not None:
+            attrs["replayed_version"] = self.version
+        return attrs
 
 
 def plan_replay(events: list[Event]) -> list[ReplayStep]:
@@ -66,23 +83,61 @@ def plan_replay(events: list[Event]) -> list[ReplayStep]:
 
 
 class ReplayAgent:
-    """Replays the session recorded in ``replay_from`` (a session directory)."""
+    """Replays the session recorded in ``replay_from`` (a session directory), or, given
+    ``replay_history`` instead, a kernel's git history (see ``history_plan``).
+
+    ``replay_history`` holds ``repo``, ``kernel`` (the kernel's path in the repo), ``notes``,
+    ``repertoire`` (paths), ``rev`` (the commit whose history is replayed, resolved when the
+    session starts so a resumed session replays the same plan) and ``session_kernel`` (the
+    file the session edits, relative to its workspace)."""
 
     name: str = "replay"
     raises_decisions: bool = False
 
-    def __init__(self, replay_from: str | Path) -> None:
-        self.source_dir = Path(replay_from).expanduser().resolve()
-        if not self.source_dir.is_dir():
-            raise KernelseekError(f"--replay-from {str(self.source_dir)!r} is not a directory")
+    def __init__(
+        self, replay_from: str | Path | None = None, replay_history: dict[str, str] | None = None
+    ) -> None:
+        if (replay_from is None) == (replay_history is None):
+            raise KernelseekError("a replay takes a recorded session or a history, one of them")
+        self.history = dict(replay_history) if replay_history is not None else None
+        self.source_dir: Path | None = None
+        if replay_from is not None:
+            self.source_dir = Path(replay_from).expanduser().resolve()
+            if not self.source_dir.is_dir():
+                raise KernelseekError(f"--replay-from {str(self.source_dir)!r} is not a directory")
+
+    @property
+    def origin(self) -> str:
+        """What is replayed, for each step's ``replayed_from``."""
+        if self.history is not None:
+            return f"git history of {self.history['kernel']} in {self.history['repo']}"
+        return str(self.source_dir)
 
     def steps(self) -> list[ReplayStep]:
+        if self.history is not None:
+            return self._history_steps(self.history)
         from kernelseek_tui.trace.reader import read_session, table_to_events
+
+        assert self.source_dir is not None
 
         events = table_to_events(read_session(self.source_dir))
         if not events:
             raise KernelseekError(f"{self.source_dir} holds no recorded events to replay")
         return plan_replay(events)
+
+    @staticmethod
+    def _history_steps(history: dict[str, str]) -> list[ReplayStep]:
+        from kernelseek_tui.repertoire import load_repertoire
+        from kernelseek_tui.session.agents.history_plan import plan_history_replay
+
+        return plan_history_replay(
+            Path(history["repo"]),
+            repertoire=load_repertoire(history["repertoire"]),
+            kernel_in_repo=history["kernel"],
+            notes=Path(history["notes"]),
+            session_kernel=history.get("session_kernel"),
+            rev=history.get("rev", "HEAD"),
+        )
 
     def run(self, ctx: AgentContext) -> None:
         done = -1
@@ -90,11 +145,11 @@ class ReplayAgent:
             step = event.attrs_dict().get("replay_step")
             if isinstance(step, int):
                 done = max(done, step)
-        origin = str(self.source_dir)
+        origin = self.origin
         for step in self.steps():
             if step.index <= done:
                 continue
-            attrs = {"replay_step": step.index, "replayed_from": origin}
+            attrs = {"replay_step": step.index, "replayed_from": origin, **step.origin_attrs()}
             if step.tool is not None:
                 ctx.call_tool(step.tool, step.tool_input, attrs=attrs)
             else:
