@@ -15,7 +15,9 @@ the repertoire; its trigger is the ``--trigger X`` of that line or the lines of 
 (``plateau`` when none is written). The rule: take the highest ``vN`` mentioned in any ``## ``
 heading above the ``Question:`` line (``## sm90 v12-v17 ...`` mentions 17); the question is
 asked right after the evaluation of the last committed version whose number is at most that.
-A question with no version mentioned above it comes after the first version.
+A question with no version mentioned above it comes after the first version; one whose headings
+name a version past the history's last (a version prepared but never committed, or a NOTES file
+newer than ``rev``) comes after the last. NOTES are read as they are now, not as of ``rev``.
 """
 
 from __future__ import annotations
