@@ -44,7 +44,16 @@ def session_facts(session_dir: Path, rows: list[dict[str, Any]]) -> SessionFacts
     if recorded and not recorded.startswith("measured"):  # a measured recording needs none
         caveats.append(recorded)
     if meta.get("agent") == "replay":
-        caveats.append("a replay: a recorded session's edits judged again, not an agent at work")
+        history = (config.get("agent_options") or {}).get("replay_history")
+        if isinstance(history, dict):
+            caveats.append(
+                f"a replay of {history.get('kernel')}'s git history: each committed version "
+                "judged again, not an agent at work"
+            )
+        else:
+            caveats.append(
+                "a replay: a recorded session's edits judged again, not an agent at work"
+            )
     if config.get("evaluator"):
         caveats.append(
             f"judged by a stand-in evaluator ({config['evaluator']}): the speeds are not "

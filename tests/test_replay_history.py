@@ -15,6 +15,7 @@ import pytest
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.repertoire import load_repertoire
+from kernelseek_tui.report_page import session_facts
 from kernelseek_tui.session.agents.history_plan import noted_questions, plan_history_replay
 from tests.test_session_support import ROOT, TASK_SUBDIR, git, make_task_repo, read_events
 
@@ -192,6 +193,9 @@ def test_a_replayed_history_session_judges_each_version_and_asks_the_questions(
     )
     assert not [e for e in events if e.kind == "decision"]  # the recorded questions only
     assert "3 evaluations, 3 commits" in run.stdout
+    facts = session_facts(tmp_path / "tr" / "climb", [])
+    assert facts.caveat is not None
+    assert "a replay of kernels/flash_fwd/sm90.cu's git history" in facts.caveat
 
 
 def test_a_history_that_cannot_be_replayed_is_refused_before_the_session(
