@@ -30,7 +30,7 @@ from typing import Any, Final
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.history.git import git, resolve_commit, toplevel
 from kernelseek_tui.repertoire.model import Repertoire
-from kernelseek_tui.session.agents.replay import ReplayStep
+from kernelseek_tui.session.agents.replay_step import ReplayStep
 
 DEFAULT_KERNEL_IN_REPO: Final = "kernels/flash_fwd/sm90.cu"
 DEFAULT_TRIGGER: Final = "plateau"

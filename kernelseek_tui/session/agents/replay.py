@@ -17,41 +17,16 @@ has already taken (an interrupted one included: it is never run twice).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.session.agents.base import AgentContext
+from kernelseek_tui.session.agents.replay_step import ReplayStep
 from kernelseek_tui.trace.schema import Event
 
+__all__ = ["REPLAYED_TOOLS", "ReplayAgent", "ReplayStep", "plan_replay"]
+
 REPLAYED_TOOLS = frozenset({"write_file", "edit_file", "evaluate"})
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayStep:
-    """One thing to do again: a tool call (``tool`` set) or a question."""
-
-    index: int
-    tool: str | None = None
-    tool_input: dict[str, Any] = field(default_factory=dict)
-    text: str | None = None
-    question_id: str | None = None
-    source: str | None = None
-    trigger: str | None = None
-    # Where the step comes from when it is not a recorded session (a history replay): the
-    # commit and version label, recorded in the step's attrs so a candidate names its commit.
-    commit: str | None = None
-    version: str | None = None
-
-    def origin_attrs(self) -> dict[str, Any]:
-        """``replayed_commit`` / ``replayed_version`` for the trace, when known."""
-        attrs: dict[str, Any] = {}
-        if self.commit is not None:
-            attrs["replayed_commit"] = self.commit
-        if self.version is not None:
-            attrs["replayed_version"] = self.version
-        return attrs
 
 
 def plan_replay(events: list[Event]) -> list[ReplayStep]:
