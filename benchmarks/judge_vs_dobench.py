@@ -41,6 +41,12 @@ def dobench_figures(bench: dict, candidate: str) -> dict[tuple[int, ...], dict[s
     for row in bench["rows"]:
         picked = {"candidate": row.get(candidate)}
         picked.update({name: row[name] for name in ("fa3", "cudnn") if row.get(name)})
+        # A peer replayed from its CUDA graph (fa_bench --graph-peers): its GPU time without the
+        # host's launch time, which do_bench counts where the host is slower than the kernel.
+        picked.update(
+            {f"{name} graph": row[f"{name}_graph"] for name in ("fa3", "cudnn")
+             if row.get(f"{name}_graph")}
+        )  # fmt: skip
         figures[shape_key(row)] = {k: v for k, v in picked.items() if v}
     return figures
 
@@ -55,32 +61,40 @@ def main() -> int:
     judged = judge_figures(json.loads(args.eval_json.read_text()))
     timed = dobench_figures(json.loads(args.fa_bench_json.read_text()), args.candidate)
     names = ["candidate", "fa3", "cudnn"]
-    print("d | causal | seqlen | " + " | ".join(f"{n} judge/do_bench" for n in names))
-    within = {n: 0 for n in names}
-    counted = {n: 0 for n in names}
-    logs: dict[str, list[float]] = {n: [] for n in names}
+    # Judge against graph too, where fa_bench measured it; counted apart, never in the verdict.
+    graphs = [n for n in ("fa3", "cudnn") if any(f"{n} graph" in row for row in timed.values())]
+    print(
+        "d | causal | seqlen | "
+        + " | ".join([f"{n} judge/do_bench" for n in names] + [f"{n} judge/graph" for n in graphs])
+    )
+    columns = [(n, n) for n in names] + [(n, f"{n} graph") for n in graphs]
+    within = {label: 0 for _, label in columns}
+    counted = {label: 0 for _, label in columns}
+    logs: dict[str, list[float]] = {label: [] for _, label in columns}
     for key in sorted(set(judged) & set(timed)):
         cells = [str(k) for k in key]
-        for name in names:
-            a, b = judged[key].get(name), timed[key].get(name)
+        for name, label in columns:
+            a, b = judged[key].get(name), timed[key].get(label)
             if not a or not b:
                 cells.append("-")
                 continue
             ratio = a / b
-            counted[name] += 1
-            within[name] += abs(ratio - 1) <= args.tolerance
-            logs[name].append(math.log(ratio))
+            counted[label] += 1
+            within[label] += abs(ratio - 1) <= args.tolerance
+            logs[label].append(math.log(ratio))
             cells.append(f"{ratio:.3f}")
         print(" | ".join(cells))
     ok = True
-    for name in names:
-        if counted[name]:
-            geo = math.exp(sum(logs[name]) / len(logs[name]))
+    for name, label in columns:
+        if counted[label]:
+            geo = math.exp(sum(logs[label]) / len(logs[label]))
+            against = "its CUDA graph" if label != name else "do_bench"
             print(
-                f"{name}: {within[name]}/{counted[name]} shapes within "
+                f"{name} against {against}: {within[label]}/{counted[label]} shapes within "
                 f"{args.tolerance:.0%}; geomean ratio {geo:.3f}"
             )
-            ok = ok and within[name] == counted[name]
+            if label == name:  # the verdict is against do_bench, as the issue asks
+                ok = ok and within[label] == counted[label]
     return 0 if ok else 1
 
 
