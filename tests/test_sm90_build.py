@@ -44,6 +44,7 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_SOFTMAX_UNDER_PV": 0},
         {"SM90_SOFTMAX_UNDER_PV": 2},
         {"SM90_D64_CONSUMERS": 0},
+        {"SM90_SKIP_UNSEEN": 1},
     ],
     ids=[
         "defaults",
@@ -55,6 +56,7 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         "k-released-before-the-softmax",
         "softmax-under-pv-but-d64",
         "d64-consumers-by-shape",
+        "skip-unseen-tiles",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:
