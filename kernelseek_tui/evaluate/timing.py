@@ -12,6 +12,10 @@ outlasts its kernel, and up to 10% high on long ones, where a warm L2 and overla
 A second, device-synchronised wall-clock measurement of the same calls catches work that the
 events cannot see (a kernel launched on another stream).
 
+Two kernels can also be timed against each other in one run (``time_interleaved``): the
+"flushed" method, one sample of each in turn, so that the ratio of two adjacent samples is free
+of the drift (clocks, temperature, a neighbour's load) that separates two runs.
+
 The evaluator may hook the measured calls (``MeasuredCallHooks``): its work runs on the same
 stream just before a sample's flush and just after its end event, never between a pair of
 events, so it adds wall time but no timed time.
@@ -175,6 +179,88 @@ def _l2_flush_buffer(cp: Any) -> Any:
     return buffer
 
 
+def _l2_flusher(cp: Any, stream: Any) -> Callable[[], None]:
+    """A function that enqueues the L2 flush (a memset of the flush buffer) on ``stream``."""
+    flush = _l2_flush_buffer(cp)
+
+    def flush_l2() -> None:
+        cp.cuda.runtime.memsetAsync(flush.data.ptr, 0, flush.nbytes, stream.ptr)
+
+    return flush_l2
+
+
+class _FlushedSample(NamedTuple):
+    """One sample to enqueue: ``call`` on ``measured.set_index``, between its own events."""
+
+    call: Callable[[int], None]
+    measured: MeasuredCall
+    hooks: MeasuredCallHooks | None
+
+
+def _enqueue_flushed(
+    cp: Any, stream: Any, flush_l2: Callable[[], None], samples: Sequence[_FlushedSample]
+) -> list[tuple[Any, Any]]:
+    """Enqueue each sample alone after a flush, between a pair of events; its hooks just outside.
+    The events are all made first, so no event creation sits between two samples."""
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in samples]
+    for (start, end), (call, measured, hooks) in zip(events, samples, strict=True):
+        # The hooks' work goes before the flush, so the flush leaves the call a cold L2
+        # whatever they read or wrote.
+        if hooks is not None:
+            hooks.before_sample((measured,))
+        flush_l2()
+        start.record(stream)
+        call(measured.set_index)
+        end.record(stream)
+        if hooks is not None:
+            hooks.after_sample((measured,))
+    return events
+
+
+def _elapsed(cp: Any, events: list[tuple[Any, Any]]) -> list[float]:
+    events[-1][1].synchronize()
+    return [cp.cuda.get_elapsed_time(start, end) for start, end in events]
+
+
+class _FlushedPlan(NamedTuple):
+    warmup: int  # rounds of warm-up samples (a round: one sample of each callable)
+    reps: int  # rounds of measured samples
+    deficit_ms: float  # how far the host would fall behind the GPU over all the rounds
+
+
+def _plan_flushed(
+    cp: Any,
+    stream: Any,
+    flush_l2: Callable[[], None],
+    calls: Sequence[Callable[[int], None]],
+    n_sets: int,
+    timing: Timing,
+) -> _FlushedPlan:
+    """A short probe: what one round costs the GPU (the flushes included) and the host; from it
+    the warm-up and measured rounds, sized so that each callable gets about the samples it would
+    get timed alone."""
+    probe = max(3, n_sets)
+    rounds = [
+        _FlushedSample(call, MeasuredCall(i, i % n_sets), None)
+        for i in range(probe)
+        for call in calls
+    ]
+    began = time.perf_counter()
+    probe_events = _enqueue_flushed(cp, stream, flush_l2, rounds)
+    host_ms = (time.perf_counter() - began) * 1000.0 / probe
+    probed = _elapsed(cp, probe_events)
+    kernel_ms = [statistics.median(probed[k :: len(calls)]) for k in range(len(calls))]
+    began = time.perf_counter()
+    flush_l2()
+    stream.synchronize()
+    flush_ms = (time.perf_counter() - began) * 1000.0
+    gpu_ms = sum(max(ms, 1e-3) + flush_ms for ms in kernel_ms)
+    warmup = max(n_sets, math.ceil(timing.warmup_ms / gpu_ms))
+    per_sample_ms = gpu_ms / len(calls)
+    reps = int(min(timing.max_reps, max(timing.min_reps, timing.rep_ms / per_sample_ms)))
+    return _FlushedPlan(warmup, reps, max(0.0, (host_ms - gpu_ms) * (warmup + reps)))
+
+
 def _time_flushed(
     cp: Any,
     stream: Any,
@@ -184,66 +270,122 @@ def _time_flushed(
     after_warmup: Callable[[], None] | None,
     hooks: MeasuredCallHooks | None,
 ) -> TimingStats:
-    flush = _l2_flush_buffer(cp)
+    flush_l2 = _l2_flusher(cp, stream)
 
-    def flush_l2() -> None:
-        cp.cuda.runtime.memsetAsync(flush.data.ptr, 0, flush.nbytes, stream.ptr)
+    def samples(count: int, hooked: MeasuredCallHooks | None = None) -> list[_FlushedSample]:
+        return [_FlushedSample(call, MeasuredCall(i, i % n_sets), hooked) for i in range(count)]
 
-    def enqueue(count: int, hooked: MeasuredCallHooks | None = None) -> list[tuple[Any, Any]]:
-        events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(count)]
-        for i, (start, end) in enumerate(events):
-            # The hooks' work goes before the flush, so the flush leaves the call a cold L2
-            # whatever they read or wrote.
-            measured = (MeasuredCall(i, i % n_sets),)
-            if hooked is not None:
-                hooked.before_sample(measured)
-            flush_l2()
-            start.record(stream)
-            call(i % n_sets)
-            end.record(stream)
-            if hooked is not None:
-                hooked.after_sample(measured)
-        return events
-
-    def elapsed(events: list[tuple[Any, Any]]) -> list[float]:
-        events[-1][1].synchronize()
-        return [cp.cuda.get_elapsed_time(start, end) for start, end in events]
-
-    # A short probe: what one sample costs the GPU (the flush included) and the host.
-    probe = max(3, n_sets)
-    began = time.perf_counter()
-    probe_events = enqueue(probe)
-    host_ms = (time.perf_counter() - began) * 1000.0 / probe
-    kernel_ms = statistics.median(elapsed(probe_events))
-    began = time.perf_counter()
-    flush_l2()
-    stream.synchronize()
-    gpu_ms = max(kernel_ms, 1e-3) + (time.perf_counter() - began) * 1000.0
-    warmup = max(n_sets, math.ceil(timing.warmup_ms / gpu_ms))
-    reps = int(min(timing.max_reps, max(timing.min_reps, timing.rep_ms / gpu_ms)))
+    warmup, reps, deficit = _plan_flushed(cp, stream, flush_l2, (call,), n_sets, timing)
     # Warm-up and measured calls go out in one stream of work, so the GPU reaches its steady
     # clocks before the measured ones and never idles between them. Where the host enqueues a
     # sample more slowly than the GPU runs it (a peer with a long Python-side launch on a short
     # kernel), the stream is held for the difference first; otherwise the host's launch time
     # would sit between a start event and its kernel.
-    deficit = max(0.0, (host_ms - gpu_ms) * (warmup + reps))
     if deficit > 0:
         _hold_stream(cp, stream, min(_MAX_HEAD_START_MS, 1.2 * deficit + 1.0))
     # The hooks' host time is not in the probe above, so no hold is sized for it: the evaluator's
     # hooks launch one small kernel per sample, estimated (not measured) to cost the host less
     # than the flush of at least 64 MiB costs the GPU in the same sample.
-    enqueue(warmup)
+    _enqueue_flushed(cp, stream, flush_l2, samples(warmup))
     if after_warmup is not None:
         after_warmup()
     if hooks is not None:
         hooks.plan(reps, 1)
-    samples = elapsed(enqueue(reps, hooks))
-    median = statistics.median(samples)
-    stats = TimingStats(median_ms=median, samples_ms=samples, calls_per_sample=1)
+    measured = _elapsed(cp, _enqueue_flushed(cp, stream, flush_l2, samples(reps, hooks)))
+    median = statistics.median(measured)
+    stats = TimingStats(median_ms=median, samples_ms=measured, calls_per_sample=1)
     # The cross-check needs enough back-to-back calls for its wall clock to mean something.
     batch = _batch_calls(n_sets, max(median, 1e-3))
     _cross_check(cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats)
     return stats
+
+
+@dataclass(slots=True)
+class InterleavedTimings:
+    """Several callables timed in one run, sample by sample in turn (``time_interleaved``)."""
+
+    stats: list[TimingStats]  # one per callable, in the order given
+
+    def ratios(self, numerator: int = 0, denominator: int = 1) -> list[float]:
+        """Per round, the ``numerator`` callable's sample over the ``denominator``'s: the two
+        samples of a round ran next to each other, under the same clocks and the same drift."""
+        return [
+            a / b
+            for a, b in zip(
+                self.stats[numerator].samples_ms, self.stats[denominator].samples_ms, strict=True
+            )
+            if a > 0 and b > 0
+        ]
+
+
+def round_order(count: int, round_index: int) -> list[int]:
+    """The callables' order in one round: forward on even rounds, reversed on odd ones.
+
+    A B, B A, A B, ... rather than A B, A B: each callable comes first in half the rounds, so
+    whatever the position in a round favours (the other's hook work and its flush just before,
+    a clock stepping between the two) favours both alike, and a drift that is linear over two
+    rounds cancels in the ratios taken over an A B B A block.
+    """
+    order = list(range(count))
+    return order if round_index % 2 == 0 else order[::-1]
+
+
+def time_interleaved(
+    cp: Any,
+    stream: Any,
+    calls: Sequence[Callable[[int], None]],
+    n_sets: int,
+    timing: Timing,
+    after_warmup: Callable[[], None] | None = None,
+    hooks: Sequence[MeasuredCallHooks | None] | None = None,
+) -> InterleavedTimings:
+    """Time ``calls`` (two or more) in turn, one sample of each per round, with the "flushed"
+    method of ``time_calls``: an L2 flush before every sample, each callable's hooks around its
+    own measured samples outside the events, warm-up and measured rounds in one stream of work
+    (held first where the host is slower than the GPU), then each callable's cross-check.
+
+    Each callable rotates through ``n_sets`` sets of its own; ``hooks[k]`` (if any) sees
+    callable ``k``'s measured calls alone, numbered 0, 1, ... as ``time_calls`` numbers them.
+    The rounds are even in number, so each callable leads in as many rounds as the other.
+    """
+    if len(calls) < 2:
+        raise ValueError("time_interleaved needs two callables or more")
+    if timing.method != "flushed":
+        raise ValueError(f"interleaved timing supports the 'flushed' method, not {timing.method!r}")
+    hooked = list(hooks) if hooks is not None else [None] * len(calls)
+    if len(hooked) != len(calls):
+        raise ValueError("one hooks (or None) per callable")
+    flush_l2 = _l2_flusher(cp, stream)
+
+    def rounds(count: int, measured: bool) -> list[_FlushedSample]:
+        return [
+            _FlushedSample(calls[k], MeasuredCall(r, r % n_sets), hooked[k] if measured else None)
+            for r in range(count)
+            for k in round_order(len(calls), r)
+        ]
+
+    warmup, reps, deficit = _plan_flushed(cp, stream, flush_l2, calls, n_sets, timing)
+    reps = max(2, reps - reps % 2)
+    if deficit > 0:
+        _hold_stream(cp, stream, min(_MAX_HEAD_START_MS, 1.2 * deficit + 1.0))
+    _enqueue_flushed(cp, stream, flush_l2, rounds(warmup, measured=False))
+    if after_warmup is not None:
+        after_warmup()
+    for callable_hooks in hooked:
+        if callable_hooks is not None:
+            callable_hooks.plan(reps, 1)
+    elapsed = _elapsed(cp, _enqueue_flushed(cp, stream, flush_l2, rounds(reps, measured=True)))
+    samples: list[list[float]] = [[] for _ in calls]
+    for position, ms in enumerate(elapsed):
+        r, within = divmod(position, len(calls))
+        samples[round_order(len(calls), r)[within]].append(ms)
+    result = InterleavedTimings(
+        [TimingStats(statistics.median(s), s, calls_per_sample=1) for s in samples]
+    )
+    for call, stats in zip(calls, result.stats, strict=True):
+        batch = _batch_calls(n_sets, max(stats.median_ms, 1e-3))
+        _cross_check(cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats)
+    return result
 
 
 def _cross_check(
