@@ -1,0 +1,116 @@
+"""The paired rule (evaluate/paired.py): a new best must beat the spread of its own paired run."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from kernelseek_tui.evaluate import timing as timing_module
+from kernelseek_tui.evaluate.paired import (
+    PAIRED_FLOOR,
+    is_new_best_paired,
+    paired_speedup,
+    scenario_log_ratio,
+    t_975,
+)
+from kernelseek_tui.evaluate.timing import time_interleaved
+from kernelseek_tui.task import Timing
+from tests.test_interleaved_timing import fake_kernel
+from tests.test_timing_method import FakeGpu
+
+
+@pytest.fixture(autouse=True)
+def fresh_flush_buffers(monkeypatch) -> None:
+    monkeypatch.setattr(timing_module, "_flush_buffers", {})
+    monkeypatch.setattr(timing_module, "_hold_kernels", {})
+
+
+def test_constant_ratios_give_their_geomean_and_no_spread() -> None:
+    figure = paired_speedup([[1.1] * 5, [1.21] * 7])
+    assert figure is not None
+    assert figure.speedup == pytest.approx(1.1**1.5)
+    assert figure.spread == pytest.approx(0.0, abs=1e-12)
+    assert figure.scenarios == 2
+
+
+def test_a_scenarios_half_width_is_t_times_the_standard_error_of_its_log_ratios() -> None:
+    mean, width = scenario_log_ratio([math.exp(0.01), math.exp(0.03)])  # type: ignore[misc]
+    assert mean == pytest.approx(0.02)
+    # sd of (0.01, 0.03) = 0.01414; over sqrt(2) = 0.01; t with one degree of freedom = 12.71
+    assert width == pytest.approx(12.71 * 0.01)
+
+
+def test_the_spread_over_scenarios_is_the_root_sum_of_squares_over_their_number() -> None:
+    one = [math.exp(x) for x in (0.00, 0.02, 0.04, 0.02)]
+    two = [math.exp(x) for x in (0.05, 0.07, 0.03, 0.05)]
+    _, w1 = scenario_log_ratio(one)  # type: ignore[misc]
+    _, w2 = scenario_log_ratio(two)  # type: ignore[misc]
+    figure = paired_speedup([one, two])
+    assert figure is not None
+    assert figure.speedup == pytest.approx(math.exp(0.035))
+    assert figure.spread == pytest.approx(math.expm1(math.hypot(w1, w2) / 2))
+
+
+def test_scenarios_without_two_rounds_are_left_out_and_none_without_any() -> None:
+    assert paired_speedup([]) is None
+    assert paired_speedup([[1.2], [], [0.0, -1.0]]) is None
+    figure = paired_speedup([[1.2], [1.1, 1.1, 1.1]])
+    assert figure is not None and figure.scenarios == 1
+    assert figure.speedup == pytest.approx(1.1)
+
+
+def test_t_never_understates_between_the_table_rows() -> None:
+    assert t_975(1) == 12.71 and t_975(9) == 2.26
+    assert t_975(11) >= 2.201 and t_975(21) >= 2.080 and t_975(31) >= 2.040
+    assert t_975(1000) == 2.0
+
+
+def test_a_gain_inside_its_spread_is_no_new_best_however_large() -> None:
+    # A rule that ignored the spread (2% > the 0.5% floor) would take this one.
+    assert not is_new_best_paired(1.02, 0.03)
+    assert is_new_best_paired(1.02, 0.005)
+    assert is_new_best_paired(1.04, 0.03)
+
+
+def test_a_gain_below_the_floor_is_no_new_best_however_tight() -> None:
+    assert PAIRED_FLOOR == 0.005
+    assert not is_new_best_paired(1.003, 0.0005)
+    assert is_new_best_paired(1.003, 0.0005, floor=0.001)
+
+
+def test_no_finite_figure_is_no_new_best() -> None:
+    assert not is_new_best_paired(math.nan, 0.0)
+    assert not is_new_best_paired(1.5, math.inf)
+    assert not is_new_best_paired(0.9, 0.0)
+
+
+def paired_run(candidate_ms: float, best_ms: float, seed: int) -> list[list[float]]:
+    """Three scenarios, candidate and best interleaved on a GPU with 0.5% per-call noise and a
+    slow drift; per scenario the rounds' best_ms / candidate_ms."""
+    rng = random.Random(seed)
+    gpu = FakeGpu(kernel_ms=0.0, flush_ms=0.05)
+    timing = Timing(method="flushed", warmup_ms=2, rep_ms=20, max_reps=100)
+    ratios = []
+    for scale in (1.0, 2.0, 0.5):
+        pair = [
+            fake_kernel(gpu, "cand", candidate_ms * scale, 0.005, rng, drift_per_ms=0.0005),
+            fake_kernel(gpu, "best", best_ms * scale, 0.005, rng, drift_per_ms=0.0005),
+        ]
+        ratios.append(time_interleaved(gpu.cp, gpu.stream, pair, 2, timing).ratios(1, 0))
+    return ratios
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_two_percent_is_told_apart_from_the_noise_on_a_noisy_drifting_gpu(seed: int) -> None:
+    faster = paired_speedup(paired_run(0.2 / 1.02, 0.2, seed))
+    slower = paired_speedup(paired_run(0.2 * 1.02, 0.2, seed))
+    within = paired_speedup(paired_run(0.2 / 1.001, 0.2, seed))
+    assert faster is not None and slower is not None and within is not None
+    assert faster.speedup == pytest.approx(1.02, abs=0.004)
+    assert is_new_best_paired(faster.speedup, faster.spread)
+    assert slower.speedup * (1 + slower.spread) < 1.0  # told apart: slower, beyond its spread
+    assert not is_new_best_paired(slower.speedup, slower.spread)
+    assert not is_new_best_paired(within.speedup, within.spread)
+    assert 0.0 < within.spread < 0.01  # the spread is measured, not a fixed figure
