@@ -34,6 +34,7 @@ from kernelseek_tui.evaluate.baseline_cache import BaselineCache
 from kernelseek_tui.evaluate.build import build, cache_root
 from kernelseek_tui.evaluate.comparators import load_module
 from kernelseek_tui.evaluate.noise import geomean_noise
+from kernelseek_tui.evaluate.paired import paired_speedup
 from kernelseek_tui.evaluate.result import (
     EvalResult,
     PeerTiming,
@@ -57,6 +58,15 @@ DEFAULT_STALL_TIMEOUT_S = 180.0
 WORKER_COMMAND = [sys.executable, "-m", "kernelseek_tui.evaluate.worker"]
 # Workers started ahead of the evaluations that will use them (``prestart_next``).
 SPARES = SpareWorkers()
+
+
+@dataclass(frozen=True, slots=True)
+class PairedKernel:
+    """A verified kernel to time interleaved with the candidate (the best so far): its source
+    file and the knobs it was built with. Its outputs are not judged."""
+
+    source: Path
+    knobs: dict[str, int] | None = None
 
 
 @dataclass(slots=True)
@@ -114,6 +124,7 @@ def evaluate(
     timed: bool | None = None,
     progress: Progress | None = None,
     prestart_next: bool = False,
+    pair_with: PairedKernel | None = None,
 ) -> EvalResult:
     """Judge ``source`` on the task's objective (or the named sets / file).
 
@@ -124,6 +135,8 @@ def evaluate(
     ``prestart_next``: when the worker is done, leave a spare ready for the next evaluation of
     this task on this GPU (for loops: a session, the tuner, a pool; a one-shot command leaves it
     off, so nothing outlives it).
+    ``pair_with``: time that kernel interleaved with the candidate on every timed scenario
+    (the "flushed" method only), for ``summary.paired_speedup`` and ``paired_spread``.
     """
     started = time.monotonic()
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
@@ -186,8 +199,21 @@ def evaluate(
         else:
             result.summary.baseline_timing = "the starting kernel did not build: no speedups"
 
+    paired_library = None
+    if pair_with is not None and task.timing.method == "flushed" and any(p.timed for p in planned):
+        paired = build(
+            pair_with.source.read_text(),
+            rule=task.dependency_rule,
+            extra_flags=task.nvcc_flags,
+            defines=pair_with.knobs,
+            timeout_s=task.build_timeout_s,
+        )
+        # A best that no longer builds leaves the evaluation unpaired: judged as without it.
+        paired_library = paired.library if paired.ok else None
+
     request = {
         "task_dir": str(task.dir),
+        "paired": str(paired_library) if paired_library else None,
         "candidate": str(built.library),
         "baseline": str(baseline_library) if baseline_library else None,
         "baseline_is_candidate": baseline_is_candidate,
@@ -452,6 +478,9 @@ def _finish(result: EvalResult, started: float, *, harness_error: bool = False) 
     summary.geomean_speedup = geomean([s.speedup for s in timed if s.speedup])
     summary.geomean_tflops = geomean([s.tflops for s in timed if s.tflops])
     summary.noise = geomean_noise([s.spread for s in timed if s.speedup])
+    paired = paired_speedup([s.paired_ratios for s in timed if s.paired_ratios])
+    if paired is not None:
+        summary.paired_speedup, summary.paired_spread = paired.speedup, paired.spread
     peers = sorted({name for s in timed for name in s.peers})
     for name in peers:
         ratios = [r for s in timed if (r := s.ratio_to(name)) is not None]

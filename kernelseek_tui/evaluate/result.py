@@ -47,6 +47,10 @@ class ScenarioResult:
     # (p90 - p10) / median of the candidate's timed calls in this run: how noisy ``ms`` is.
     spread: float | None = None
     wall_s: float | None = None  # how long judging this scenario took, everything included
+    # With pair_with (api.evaluate): the best-so-far kernel's time, timed interleaved with the
+    # candidate's calls, and each round's best_ms / candidate_ms (evaluate/paired.py).
+    paired_ms: float | None = None
+    paired_ratios: list[float] = field(default_factory=list)
 
     def ratio_to(self, peer: str) -> float | None:
         """How much faster than the peer (>1 is faster), or None without both numbers."""
@@ -67,6 +71,10 @@ class EvalSummary:
     baseline_timing: str | None = None  # "same run", or where cached baseline times came from
     # Relative noise of geomean_speedup, from the scenarios' spreads (evaluate/noise.py).
     noise: float | None = None
+    # With pair_with: the geomean of best_ms / candidate_ms over the timed scenarios, timed
+    # interleaved in this run, and its relative 95% half-width (evaluate/paired.py).
+    paired_speedup: float | None = None
+    paired_spread: float | None = None
 
     @property
     def vs_fa3(self) -> float | None:

@@ -42,7 +42,7 @@ from kernelseek_tui.evaluate.dtypes import round_to, to_float32
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.perturb import SignFlipper
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
-from kernelseek_tui.evaluate.timing import TimingStats, time_calls
+from kernelseek_tui.evaluate.timing import TimingStats, time_calls, time_interleaved
 from kernelseek_tui.task import Task, TensorSpec, load_task
 
 
@@ -191,6 +191,8 @@ class Evaluation:
         self.flops = getattr(module, self.task.flops_function) if self.task.flops_function else None
         self.candidate = Kernel(request["candidate"])
         self.baseline = Kernel(request["baseline"]) if request.get("baseline") else None
+        # The best so far, timed interleaved with the candidate (api.evaluate's pair_with).
+        self.paired = Kernel(request["paired"]) if request.get("paired") else None
         self.baseline_cache = (
             BaselineCache(Path(request["baseline_cache"]), request["baseline_key"], self.device)
             if request.get("baseline_cache")
@@ -291,9 +293,32 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     judging = random.Random(f"{ev.seed}:{index}:{result.name}:judged:{ev.entropy}")
     watch = _watch_measured_calls(ev, sets, judging)
     try:
-        stats = time_calls(
-            cp, ev.stream, call, n_sets, task.timing, after_warmup=refill, hooks=watch
-        )
+        if ev.paired is not None and task.timing.method == "flushed":
+            paired = _PairedCalls(
+                ev, ev.paired, shapes, ints, float_args, n_sets, f"{index}:{result.name}"
+            )
+            paired_watch = _watch_measured_calls(ev, paired.sets, paired.judging)
+
+            def refill_both() -> None:
+                refill()
+                paired.refill()
+
+            timed_pair = time_interleaved(
+                cp,
+                ev.stream,
+                [call, paired.call],
+                n_sets,
+                task.timing,
+                after_warmup=refill_both,
+                hooks=[watch, paired_watch],
+            )
+            stats = timed_pair.stats[0]
+            result.paired_ms = timed_pair.stats[1].median_ms
+            result.paired_ratios = timed_pair.ratios(1, 0)
+        else:
+            stats = time_calls(
+                cp, ev.stream, call, n_sets, task.timing, after_warmup=refill, hooks=watch
+            )
     except LaunchFailed:
         result.passed = False
         result.reasons.append("ks_launch returned nonzero while being timed")
@@ -359,6 +384,53 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
             result.tflops = flops / (result.ms * 1e-3) / 1e12
         beyond_peak(result, task.timing.max_tflops)
     return result
+
+
+class _PairedCalls:
+    """The best-so-far kernel on input sets of its own, shaped and filled like the candidate's
+    and perturbed before every measured call like them (its own MeasuredCallWatch), so it is
+    timed under the same conditions; its outputs are never judged (it was verified when it was
+    judged itself), and its own buffers keep the candidate's outputs the ones judged."""
+
+    def __init__(
+        self,
+        ev: Evaluation,
+        kernel: Kernel,
+        shapes: dict[str, tuple[int, ...]],
+        ints: list[int],
+        float_args: list[float],
+        n_sets: int,
+        scenario: str,
+    ) -> None:
+        cp, task = ev.cp, ev.task
+        # Random streams of its own: the candidate's inputs draw what they draw unpaired.
+        seeds = random.Random(f"{ev.seed}:{scenario}:paired")
+        self._cp, self._task = cp, task
+        self._generator = cp.random.default_rng(seeds.randrange(2**63))
+        self.judging = random.Random(f"{ev.seed}:{scenario}:paired:judged:{ev.entropy}")
+        self.sets = [
+            {s.name: allocate(cp, s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)
+        ]
+        self.refill()
+        self._launches = [
+            kernel.bind([t.ptr for t in tensors.values()], ints, float_args, ev.stream.ptr)
+            for tensors in self.sets
+        ]
+        # One call now, untimed: its lazy module load falls outside the probe of the timed
+        # calls, as the candidate's falls in its checked call.
+        self.call(0)
+
+    def refill(self) -> None:
+        for tensors in self.sets:
+            for spec in self._task.inputs:
+                fill_random(self._cp, tensors[spec.name], self._generator)
+
+    def call(self, i: int) -> None:
+        # Not LaunchFailed: that would blame the candidate for the best kernel's failure.
+        if self._launches[i]() != 0:
+            raise FatalError(
+                "the best kernel, timed beside the candidate, failed to launch", "error"
+            )
 
 
 def beyond_peak(result: ScenarioResult, max_tflops: float | None) -> bool:

@@ -1,0 +1,92 @@
+"""pair_with through evaluate(): the request names the best's built library, the summary carries
+the paired figure from the scenarios' ratios, results round-trip, and nothing changes without."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.evaluate import api
+from kernelseek_tui.evaluate.result import EvalResult, EvalSummary, ScenarioResult
+from tests.test_evaluate_cpu import (
+    PREAMBLE,
+    TASK_DIR,
+    _scripted_worker,
+    _source,
+    needs_nvcc,
+    private_cache,  # noqa: F401 (an autouse fixture: the build cache stays in tmp)
+    task,  # noqa: F401 (the fixture)
+)
+
+# A stand-in worker: writes its request's "paired" entry aside, then passes every scenario,
+# with round ratios best_ms / candidate_ms of 1.04 and 1.06 on timed ones when paired.
+WORKER = (
+    PREAMBLE
+    + """
+with open(os.environ["KS_TEST_REQUEST_LOG"], "w") as log:
+    json.dump({"paired": req.get("paired")}, log)
+for i, s in enumerate(req["scenarios"]):
+    emit({"type": "progress", "index": i, "total": 1, "scenario": s["name"], "phase": "start"})
+    result = {"name": s["name"], "set": s["set"], "fields": s["fields"], "passed": True,
+              "reasons": [], "ms": 2.0}
+    if s["timed"] and req.get("paired"):
+        result["paired_ms"] = 2.1
+        result["paired_ratios"] = [1.04, 1.06] * 4
+    emit({"type": "scenario", "result": result, "baseline_ms": 4.0})
+emit({"type": "done"})
+"""
+)
+
+
+@needs_nvcc
+def test_pair_with_builds_the_best_and_the_summary_carries_the_paired_figure(
+    task,  # noqa: F811
+    monkeypatch,
+    tmp_path: Path,
+) -> None:
+    _scripted_worker(monkeypatch, tmp_path, WORKER)
+    log = tmp_path / "request.json"
+    monkeypatch.setenv("KS_TEST_REQUEST_LOG", str(log))
+    source = _source(tmp_path)
+    source.write_text(source.read_text() + "\n// a changed candidate\n")
+    best = tmp_path / "best.cu"
+    best.write_text((TASK_DIR / "baseline.cu").read_text() + "\n// the best so far\n")
+
+    paired = api.evaluate(task, source, sets=["quick"], pair_with=api.PairedKernel(best))
+    library = json.loads(log.read_text())["paired"]
+    assert library and Path(library).is_file()
+    assert paired.verdict == "pass", paired.reasons
+    # per scenario: mean log of (1.04, 1.06) x4; identical scenarios, so that is the geomean
+    expected = math.exp((math.log(1.04) + math.log(1.06)) / 2)
+    assert paired.summary.paired_speedup == pytest.approx(expected)
+    assert 0 < paired.summary.paired_spread < 0.01  # type: ignore[operator]
+    assert paired.scenarios[0].paired_ms == 2.1
+
+    unpaired = api.evaluate(task, source, sets=["quick"])
+    assert json.loads(log.read_text())["paired"] is None
+    assert unpaired.summary.paired_speedup is None and unpaired.summary.paired_spread is None
+    assert unpaired.summary.geomean_speedup == paired.summary.geomean_speedup
+
+
+def test_paired_figures_round_trip_and_old_results_stay_readable() -> None:
+    scenario = ScenarioResult(
+        name="s", set="bench", fields={"s": 1}, ms=1.0, paired_ms=1.1, paired_ratios=[1.1, 1.09]
+    )
+    result = EvalResult(
+        eval_id="e",
+        verdict="pass",
+        scenarios=[scenario],
+        summary=EvalSummary(paired_speedup=1.095, paired_spread=0.004),
+    )
+    again = EvalResult.from_json(result.to_json())
+    assert again == result
+    old = result.to_dict()
+    for key in ("paired_speedup", "paired_spread"):
+        del old["summary"][key]
+    for key in ("paired_ms", "paired_ratios"):
+        del old["scenarios"][0][key]
+    read = EvalResult.from_dict(old)
+    assert read.summary.paired_speedup is None and read.scenarios[0].paired_ratios == []
