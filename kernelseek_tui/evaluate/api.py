@@ -34,7 +34,7 @@ from kernelseek_tui.evaluate.baseline_cache import BaselineCache
 from kernelseek_tui.evaluate.build import build, cache_root
 from kernelseek_tui.evaluate.comparators import load_module
 from kernelseek_tui.evaluate.noise import geomean_noise
-from kernelseek_tui.evaluate.paired import paired_speedup
+from kernelseek_tui.evaluate.paired import PairedKernel, paired_speedup
 from kernelseek_tui.evaluate.result import (
     EvalResult,
     PeerTiming,
@@ -58,15 +58,7 @@ DEFAULT_STALL_TIMEOUT_S = 180.0
 WORKER_COMMAND = [sys.executable, "-m", "kernelseek_tui.evaluate.worker"]
 # Workers started ahead of the evaluations that will use them (``prestart_next``).
 SPARES = SpareWorkers()
-
-
-@dataclass(frozen=True, slots=True)
-class PairedKernel:
-    """A verified kernel to time interleaved with the candidate (the best so far): its source
-    file and the knobs it was built with. Its outputs are not judged."""
-
-    source: Path
-    knobs: dict[str, int] | None = None
+__all__ = ["PairedKernel", "evaluate", "plan_scenarios", "worker_command"]
 
 
 @dataclass(slots=True)

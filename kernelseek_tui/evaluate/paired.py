@@ -22,6 +22,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 # Student's t at 0.975 by degrees of freedom, for the few rounds of a slow kernel; beyond the
 # table it is rounded up to the value at the next tabulated step, so it never understates.
@@ -33,6 +34,15 @@ _T_975_LIMIT = 2.0
 # half the fixed margin of the unpaired rule (decisions.new_best_margin), since pairing
 # removes the drift that margin also had to cover.
 PAIRED_FLOOR = 0.005
+
+
+@dataclass(frozen=True, slots=True)
+class PairedKernel:
+    """A verified kernel to time interleaved with the candidate (the best so far): its source
+    file and the knobs it was built with. Its outputs are not judged."""
+
+    source: Path
+    knobs: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +91,15 @@ def is_new_best_paired(speedup: float, spread: float, floor: float = PAIRED_FLOO
     if not (math.isfinite(speedup) and math.isfinite(spread)):
         return False
     return speedup > 1.0 + max(spread, floor, 0.0)
+
+
+def summary_paired(summary: object) -> tuple[float, float] | None:
+    """The paired speedup and spread an evaluation's summary recorded (as written to an eval
+    event's attrs), or None where it recorded none or something unreadable."""
+    if not isinstance(summary, dict):
+        return None
+    speedup, spread = summary.get("paired_speedup"), summary.get("paired_spread")
+    figures = (speedup, spread)
+    if all(isinstance(f, int | float) and math.isfinite(f) for f in figures):
+        return float(speedup), float(spread)  # type: ignore[arg-type]
+    return None

@@ -83,6 +83,9 @@ class SessionConfig:
     source: str | None = None
     # Who answers decision moments (session/questions_mode.py); "off" is the control arm.
     questions_mode: str = REPERTOIRE
+    # Time each evaluation interleaved with the session's best so far and decide a new best by
+    # the paired rule (evaluate/paired.py); off by default until it has run on a GPU.
+    paired_timing: bool = False
 
     def __post_init__(self) -> None:
         if self.gpus is not None:

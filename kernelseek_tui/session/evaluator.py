@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate.paired import PairedKernel
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.task import Task
 
@@ -24,6 +25,21 @@ class Evaluator(Protocol):
 
     def __call__(
         self, source: Path, sets: list[str] | None, *, knobs: dict[str, int] | None = None
+    ) -> EvalResult: ...
+
+
+class PairingEvaluator(Protocol):
+    """An Evaluator that can also time ``pair_with`` interleaved with the candidate
+    (evaluate/paired.py). TaskEvaluator is one; the engine asks for it only in a session with
+    ``paired_timing`` on, so every other evaluator keeps the plain signature."""
+
+    def __call__(
+        self,
+        source: Path,
+        sets: list[str] | None,
+        *,
+        knobs: dict[str, int] | None = None,
+        pair_with: PairedKernel | None = None,
     ) -> EvalResult: ...
 
 
@@ -50,7 +66,12 @@ class TaskEvaluator:
         self.prestart_next = prestart_next
 
     def __call__(
-        self, source: Path, sets: list[str] | None, *, knobs: dict[str, int] | None = None
+        self,
+        source: Path,
+        sets: list[str] | None,
+        *,
+        knobs: dict[str, int] | None = None,
+        pair_with: PairedKernel | None = None,
     ) -> EvalResult:
         from kernelseek_tui.evaluate.api import evaluate
 
@@ -64,6 +85,7 @@ class TaskEvaluator:
             timeout_s=self.timeout_s,
             progress=self.progress,
             prestart_next=self.prestart_next,
+            pair_with=pair_with,
         )
 
 

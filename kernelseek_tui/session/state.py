@@ -30,6 +30,7 @@ class SessionState:
     commits: int = 0
     best_speedup: float | None = None  # best objective speedup of a verified candidate
     best_noise: float | None = None  # the timing noise of the evaluation that set it
+    best_commit: str | None = None  # the git sha of the last new best (None: the start)
     last_question: str | None = None
     question_ids: list[str] = field(default_factory=list)
     questions: int = 0
@@ -75,6 +76,8 @@ class SessionState:
                 self.best_speedup = best
         elif kind == "commit" and not attrs.get("attached"):
             self.commits += 1  # an evaluation attached to an existing commit makes none
+            if attrs.get("new_best") and event.git_sha:
+                self.best_commit = event.git_sha
         elif kind == "question" and event.question_text:
             self.questions += 1
             self.last_question = event.question_text

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kernelseek_tui.decisions import DecisionMoment
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.noise import is_new_best
+from kernelseek_tui.evaluate.paired import PairedKernel, is_new_best_paired
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.history import Candidate
 from kernelseek_tui.session.engine import evaluation
 from kernelseek_tui.session.engine.core import EngineCore
 from kernelseek_tui.session.engine.evaluation import Committed
 from kernelseek_tui.session.eval_files import save_result
-from kernelseek_tui.session.evaluator import candidate_sha
+from kernelseek_tui.session.evaluator import PairingEvaluator, candidate_sha
 from kernelseek_tui.session.knobs import KNOBS_FILE, check_knobs, read_knobs, write_knobs
 from kernelseek_tui.session.state import better
 from kernelseek_tui.session.tools import ToolError, ToolOutcome
@@ -47,14 +48,41 @@ class JudgingMixin(EngineCore):
         request = self.prepare_evaluation(args)
         if request.knobs_given:
             write_knobs(self._workspace.root, request.knobs or {})
+        pair_with = self.paired_best() if request.objective else None
         try:
-            result = self.evaluator(request.source, request.sets, knobs=request.knobs or None)
+            if pair_with is None:
+                result = self.evaluator(request.source, request.sets, knobs=request.knobs or None)
+            else:
+                # paired_timing is a promise that the session's evaluator pairs (TaskEvaluator
+                # does; a stand-in must take pair_with to be run with it).
+                pairing = cast(PairingEvaluator, self.evaluator)
+                result = pairing(
+                    request.source, request.sets, knobs=request.knobs or None, pair_with=pair_with
+                )
         except KernelseekError as error:
             raise ToolError(f"the evaluation could not be made: {error}") from None
         if self.gpus:
             self.note_gpu(result)
         extra = {"slot_device": self.gpus[0]} if self.gpus else None
         return self.record_evaluation(call, request, result, extra=extra)
+
+    def paired_best(self) -> PairedKernel | None:
+        """With ``paired_timing`` on, the session's best so far (its last new best, never the
+        starting kernel) as files of its own under the session directory; None otherwise, or
+        where its commit cannot be read (the evaluation then goes unpaired)."""
+        sha = self.state.best_commit
+        # Not with GPU slots: their evaluations run side by side, the best may change under
+        # one, and their evaluator (session/slots.py) does not pair.
+        if not self.config.paired_timing or sha is None or self.gpus:
+            return None
+        dest = self.paths.dir / "paired-best" / sha
+        try:
+            task_dir = self.history.export_task(sha, dest)
+            knobs = read_knobs(task_dir, self._task)
+        except KernelseekError as error:
+            self.record_error(f"could not pair with the best ({sha[:10]}): {error}")
+            return None
+        return PairedKernel(task_dir / self._kernel_path, knobs)
 
     def prepare_evaluation(self, args: dict[str, Any]) -> EvalRequest:
         """What an ``evaluate`` call asks for, checked; raises ToolError for a bad request."""
@@ -109,13 +137,20 @@ class JudgingMixin(EngineCore):
         # kernel (1.0x by definition) and every verified candidate before it is a new best.
         will_commit = objective and verified
         margin = self.decision_config.new_best_margin  # without measured noise only
-        new_best = will_commit and is_new_best(
-            speedup,
-            previous_best,
-            margin,
-            noise=result.summary.noise,
-            previous_noise=self.state.best_noise,
-        )
+        # Timed interleaved with the best so far, the candidate is judged against it directly
+        # (the gain outside the spread of that same run); otherwise against the best's figure.
+        paired_speedup = evaluation.finite_or_none(result.summary.paired_speedup)
+        paired_spread = evaluation.finite_or_none(result.summary.paired_spread)
+        if paired_speedup is not None and paired_spread is not None:
+            new_best = will_commit and is_new_best_paired(paired_speedup, paired_spread)
+        else:
+            new_best = will_commit and is_new_best(
+                speedup,
+                previous_best,
+                margin,
+                noise=result.summary.noise,
+                previous_noise=self.state.best_noise,
+            )
         result_file = save_result(self.paths.dir, f"{call.seq}-{result.eval_id}", result)
         eval_event = self._append(
             "eval",

@@ -1,0 +1,119 @@
+"""The engine with paired_timing: it pairs each objective evaluation with its best so far and,
+where the result carries a paired figure, decides a new best by the paired rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.evaluate.paired import PairedKernel, summary_paired
+from kernelseek_tui.session.state import SessionState
+from kernelseek_tui.trace.schema import Event
+from tests.test_agent_tuner import tune
+from tests.test_session_support import (
+    KnobEvaluator,
+    git,
+    knob_speed,
+    make_task_repo,
+    read_events,
+)
+
+# The tuner's walk (tests/test_agent_tuner.py): (64,64) 1.0, (32,64) 0.8, (128,64) 1.3 (the
+# first new best, judged unpaired: there was no best to pair with), then (128,32) 1.6, paired
+# with (128,64), and four slower points.
+TOP = {"BLOCK_M": 128, "BLOCK_N": 32}
+FIRST_BEST = {"BLOCK_M": 128, "BLOCK_N": 64}
+
+
+class PairedStandIn(KnobEvaluator):
+    """Gives a paired figure whenever it is asked to pair: the speed ratio of the candidate's
+    knobs to the paired best's, with ``top_spread`` as the spread of the fastest point's run
+    and 0.1% for the others."""
+
+    def __init__(self, top_spread: float) -> None:
+        super().__init__()
+        self.top_spread = top_spread
+        self.paired: list[PairedKernel | None] = []
+
+    def __call__(self, source, sets, *, knobs=None, pair_with: PairedKernel | None = None):
+        result = super().__call__(source, sets, knobs=knobs)
+        self.paired.append(pair_with)
+        if pair_with is not None:
+            point = self.calls[-1]
+            best = {"BLOCK_M": 64, "BLOCK_N": 64, **(pair_with.knobs or {})}
+            result.summary.paired_speedup = knob_speed(point) / knob_speed(best)
+            result.summary.paired_spread = self.top_spread if point == TOP else 0.001
+        return result
+
+
+def run(tmp_path: Path, top_spread: float, **changes: object):
+    evaluator = PairedStandIn(top_spread)
+    engine = tune(make_task_repo(tmp_path / "user"), tmp_path / "traces", evaluator, **changes)
+    by_speed = {c.speedup: c for c in engine.history.candidates()}
+    return engine, evaluator, by_speed
+
+
+def test_a_paired_gain_inside_its_spread_is_no_new_best_though_fastest_unpaired(
+    tmp_path: Path,
+) -> None:
+    # 1.6 / 1.3 = 23% faster paired, but that run's spread is 50%: inside it. The unpaired
+    # rule (1.6 > 1.3 by more than the 1% margin) would have called it a new best.
+    engine, evaluator, by_speed = run(tmp_path, top_spread=0.5, paired_timing=True)
+    assert by_speed[1.3].new_best is True
+    assert by_speed[1.6].new_best is False
+    at = evaluator.calls.index(TOP)
+    paired = evaluator.paired[at]
+    assert paired is not None and paired.knobs == FIRST_BEST
+    # the best's own files, exported from its commit into the session directory
+    best_sha = next(c.sha for c in engine.history.candidates() if c.speedup == 1.3)
+    committed = git(
+        engine.history.repo, "show", f"{best_sha}:{engine.history.task_subdir}/{engine.kernel_path}"
+    )
+    assert paired.source.read_text() == committed
+    assert paired.source.is_relative_to(engine.session_dir / "paired-best" / best_sha)
+    assert evaluator.paired[: evaluator.calls.index(FIRST_BEST) + 1] == [None] * (
+        evaluator.calls.index(FIRST_BEST) + 1
+    )
+    evals = [e for e in read_events(engine.session_dir) if e.kind == "eval"]
+    top_attrs = evals[at].attrs_dict()
+    assert summary_paired(top_attrs["summary"]) == pytest.approx((1.6 / 1.3, 0.5))
+    assert top_attrs["new_best"] is False
+
+
+def test_a_paired_gain_outside_its_spread_is_a_new_best(tmp_path: Path) -> None:
+    _, evaluator, by_speed = run(tmp_path, top_spread=0.01, paired_timing=True)
+    assert by_speed[1.3].new_best is True and by_speed[1.6].new_best is True
+    # after it, the slower points are paired with the new best
+    after = evaluator.calls.index(TOP) + 1
+    assert all(p is not None and p.knobs == TOP for p in evaluator.paired[after:])
+
+
+def test_without_paired_timing_nothing_is_paired(tmp_path: Path) -> None:
+    _, evaluator, by_speed = run(tmp_path, top_spread=0.5)
+    assert evaluator.paired == [None] * len(evaluator.calls)
+    assert by_speed[1.6].new_best is True  # the unpaired rule, as before
+
+
+def _commit(seq: int, sha: str, new_best: bool, attached: bool = False) -> Event:
+    attrs = {"new_best": new_best, "attached": attached}
+    return Event(session_id="s", seq=seq, kind="commit", git_sha=sha, attrs=json.dumps(attrs))
+
+
+def test_the_session_remembers_the_commit_of_its_last_new_best() -> None:
+    assert SessionState.from_events([_commit(1, "a", False)]).best_commit is None
+    state = SessionState.from_events(
+        [_commit(1, "a", True), _commit(2, "b", False), _commit(3, "c", True, attached=True)]
+    )
+    assert state.best_commit == "a"
+    assert (
+        SessionState.from_events([_commit(1, "a", True), _commit(2, "b", True)]).best_commit == "b"
+    )
+
+
+def test_summary_paired_reads_only_finite_figures() -> None:
+    assert summary_paired({"paired_speedup": 1.1, "paired_spread": 0.01}) == (1.1, 0.01)
+    assert summary_paired({"paired_speedup": 1.1}) is None
+    assert summary_paired({"paired_speedup": "nan", "paired_spread": 0.01}) is None
+    assert summary_paired(None) is None
