@@ -135,6 +135,8 @@ def test_attach_without_the_tui_says_so_and_shows_the_status(
         (["run", "TASK", "--budget-calls", "0"], "at least 1"),
         (["run", "--resume", "ghost", "--traces", "tr"], "no session 'ghost'"),
         (["run", str(ROOT / "README.md")], "not a task directory"),
+        (["run", "TASK", "--paired-timing"], "needs the real judge"),
+        (["run", "TASK", "--paired-timing", "--gpus", "2"], "drop --gpus"),
     ],
 )
 def test_bad_requests_are_one_line_errors(
@@ -147,6 +149,13 @@ def test_bad_requests_are_one_line_errors(
     assert result.returncode == 2, result.stdout + result.stderr
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_paired_timing_reaches_the_session_config() -> None:
+    from kernelseek_tui.commands.run import _engine_options
+
+    assert _engine_options({"paired_timing": True}) == {"paired_timing": True}
+    assert _engine_options({}) == {}
 
 
 def test_bisect_finds_the_first_candidate_below_a_threshold(

@@ -49,6 +49,7 @@ SETTINGS = (
     "tuner_margin",
     "gpus",
     "questions",
+    "paired_timing",
 )
 
 
@@ -208,6 +209,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     judge.add_argument("--no-compare", action="store_true", default=None, help="skip the peers")
     judge.add_argument(
+        "--paired-timing",
+        action="store_true",
+        default=None,
+        help="time each objective evaluation sample by sample against the best so far and count "
+        "a new best only when that paired gain beats its spread, measured in the same run "
+        "(one evaluation at a time: not with --gpus; not yet run on a GPU, see "
+        "docs/RELIABILITY.md)",
+    )
+    judge.add_argument(
         "--eval-timeout",
         type=float,
         metavar="S",
@@ -357,6 +367,12 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         raise KernelseekError("the claude agent needs $ANTHROPIC_API_KEY (or use --agent tuner)")
     if args.evaluator is None:
         _require_evaluations(f"a {agent} session")
+    if settings.get("paired_timing"):
+        # Refused rather than ignored: either would end the session's pairing silently.
+        if settings.get("gpus") is not None:
+            raise KernelseekError("--paired-timing times one evaluation at a time: drop --gpus")
+        if args.evaluator is not None:
+            raise KernelseekError("--paired-timing needs the real judge, not an --evaluator")
     history = None
     if args.replay_history is not None:
         history = _history_to_replay(task, args.replay_history, settings.get("repertoire"))
@@ -440,6 +456,8 @@ def _engine_options(settings: dict[str, Any]) -> dict[str, Any]:
         options["shell_timeout_s"] = float(settings["shell_timeout"])
     if settings.get("shell_output") is not None:
         options["shell_output_chars"] = int(settings["shell_output"])
+    if settings.get("paired_timing"):
+        options["paired_timing"] = True
     return options
 
 
