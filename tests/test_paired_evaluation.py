@@ -90,3 +90,29 @@ def test_paired_figures_round_trip_and_old_results_stay_readable() -> None:
         del old["scenarios"][0][key]
     read = EvalResult.from_dict(old)
     assert read.summary.paired_speedup is None and read.scenarios[0].paired_ratios == []
+
+
+def test_the_summary_prints_the_paired_figure_only_where_there_is_one() -> None:
+    from kernelseek_tui.evaluate.display import format_summary
+
+    paired = EvalResult(
+        eval_id="e", verdict="pass", summary=EvalSummary(paired_speedup=1.095, paired_spread=0.004)
+    )
+    assert "1.095x +- 0.4% (95%)" in format_summary(paired)
+    assert "timed beside it" not in format_summary(EvalResult(eval_id="e", verdict="pass"))
+
+
+def test_eval_pair_with_a_missing_file_is_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "kernelseek_tui", "eval", "kernels/flash_fwd"]
+    result = subprocess.run(
+        [*command, "--pair-with", str(tmp_path / "nope.cu")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--pair-with: no such file" in result.stderr and "Traceback" not in result.stderr

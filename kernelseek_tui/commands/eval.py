@@ -48,6 +48,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="set a task knob (a -D define); repeatable",
     )
     parser.add_argument("--no-compare", action="store_true", help="skip FA3/cuDNN timing")
+    parser.add_argument(
+        "--pair-with",
+        type=Path,
+        metavar="FILE",
+        help="time another kernel (its knobs.json beside it, if any) sample by sample beside the "
+        "candidate on every timed scenario and print the candidate's speedup over it with its "
+        "spread, measured in the same run (not yet run on a GPU, see docs/RELIABILITY.md)",
+    )
     parser.add_argument("--timeout", type=float, metavar="S", help="overall time limit")
     parser.add_argument(
         "--list",
@@ -124,6 +132,13 @@ def run(args: argparse.Namespace) -> int:
     # A candidate is its kernel plus the knobs.json beside it (a tuner's commits are such pairs),
     # so `git bisect run kernelseek eval ...` rebuilds exactly what the session judged.
     knobs = _parse_knobs(args.knob) or read_knobs(source.parent, task) or {}
+    pair_with = None
+    if args.pair_with is not None:
+        from kernelseek_tui.evaluate.api import PairedKernel
+
+        if not args.pair_with.is_file():
+            raise KernelseekError(f"--pair-with: no such file {args.pair_with}")
+        pair_with = PairedKernel(args.pair_with, read_knobs(args.pair_with.parent, task) or None)
     bar = None if args.json else ProgressBar()
     try:
         result = evaluate(
@@ -138,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
             knobs=knobs,
             compare=not args.no_compare,
             progress=bar,
+            pair_with=pair_with,
         )
     except KernelseekError:
         if args.bisect_exit:

@@ -116,6 +116,11 @@ def format_summary(result: EvalResult) -> str:
         lines.append(f"vs {name} (geomean of {name} time / candidate time): {value:.3f}x")
     for name, why in sorted(s.absent_peers.items()):
         lines.append(f"{name}: absent ({why})")
+    if s.paired_speedup is not None and s.paired_spread is not None:
+        lines.append(
+            f"vs the kernel timed beside it (geomean of its time / candidate time, sample by "
+            f"sample): {s.paired_speedup:.3f}x +- {s.paired_spread:.1%} (95%)"
+        )
     for reason in result.reasons:
         lines.append(f"reason: {reason}")
     return "\n".join(lines)
