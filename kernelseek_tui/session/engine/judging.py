@@ -76,8 +76,15 @@ class JudgingMixin(EngineCore):
         if not self.config.paired_timing or sha is None or self.gpus:
             return None
         dest = self.paths.dir / "paired-best" / sha
+        # A commit's files never change: exported once per best, not once per evaluation (and
+        # a second export into the same place would trip over the links the first wrote).
+        exported = dest / ".exported"  # holds the task directory's path under dest
         try:
-            task_dir = self.history.export_task(sha, dest)
+            if exported.is_file():
+                task_dir = dest / exported.read_text()
+            else:
+                task_dir = self.history.export_task(sha, dest)
+                exported.write_text(task_dir.relative_to(dest).as_posix())
             knobs = read_knobs(task_dir, self._task)
         except KernelseekError as error:
             self.record_error(f"could not pair with the best ({sha[:10]}): {error}")
