@@ -175,11 +175,12 @@ PRE_CALL_FLIPS: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 def judge_flush_bytes() -> int:
-    """The judge's flush (kernelseek_tui.evaluate.timing): twice the L2, at least 64 MiB."""
+    """The judge's flush size on this GPU (kernelseek_tui.evaluate.timing.l2_flush_bytes)."""
     import torch
 
-    l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0))
-    return max(2 * l2, 64 << 20)
+    from kernelseek_tui.evaluate.timing import l2_flush_bytes
+
+    return l2_flush_bytes(int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)))
 
 
 def flush_bytes_of(kind: str) -> int:

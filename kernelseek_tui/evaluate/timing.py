@@ -168,13 +168,19 @@ def _hold_stream(cp: Any, stream: Any, ms: float) -> None:
     kernel((1,), (1,), (cp.uint64(int(ms * 1e6)),), stream=stream)
 
 
+def l2_flush_bytes(l2_bytes: int) -> int:
+    """The size of the judge's L2 flush for a device with ``l2_bytes`` of L2: twice it, at
+    least 64 MiB."""
+    return max(2 * l2_bytes, 64 << 20)
+
+
 def _l2_flush_buffer(cp: Any) -> Any:
-    """Twice the L2 of the current device (at least 64 MiB), allocated once per device."""
+    """The flush buffer (l2_flush_bytes) of the current device, allocated once per device."""
     device = cp.cuda.Device()
     buffer = _flush_buffers.get(device.id)
     if buffer is None:
         l2 = int(device.attributes.get("L2CacheSize", 0))
-        buffer = cp.empty(max(2 * l2, 64 << 20), dtype=cp.uint8)
+        buffer = cp.empty(l2_flush_bytes(l2), dtype=cp.uint8)
         _flush_buffers[device.id] = buffer
     return buffer
 
