@@ -174,6 +174,27 @@ PRE_CALL_FLIPS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+# The judge's timing code with its own flush size (None) or do_bench's, in MB.
+JUDGE_METHODS: dict[str, float | None] = {"judge": None, "judge256": DO_BENCH_FLUSH / 1e6}
+
+
+def time_by_judge(call: Any, timing: Any, flush_mb: float | None) -> float:
+    """Median ms of ``call`` timed by the judge's own code (time_calls with the task's
+    [timing], one input set, no hooks: so no flips), on torch's current stream."""
+    import dataclasses
+
+    import cupy as cp
+    import torch
+
+    from kernelseek_tui.evaluate.timing import time_calls
+
+    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    timing = dataclasses.replace(timing, flush_mb=flush_mb)
+    with stream:
+        stats = time_calls(cp, stream, lambda _set: call(), 1, timing)
+    return stats.median_ms
+
+
 def judge_flush_bytes() -> int:
     """The judge's flush size on this GPU (kernelseek_tui.evaluate.timing.l2_flush_bytes)."""
     import torch
@@ -305,6 +326,13 @@ def main() -> int:
         help="also time each candidate in this file's loop: plain, and after the judge's "
         "sign flips of q, k, v or of q alone before each flush (NAME@loop, @flip, @flipq)",
     )
+    parser.add_argument(
+        "--judge-method",
+        action="store_true",
+        help="also time every entry, candidates and peers, with the judge's own timing code "
+        "(kernelseek_tui.evaluate.timing.time_calls, the task's [timing], no flips) at the "
+        "judge's flush size and at do_bench's (NAME@judge, NAME@judge256)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -323,6 +351,9 @@ def main() -> int:
     names = [c.name for c in candidates] + list(others)
     if args.pre_call_flips:
         names += [f"{c.name}@{mode}" for c in candidates for mode in PRE_CALL_FLIPS]
+    entries = [c.name for c in candidates] + list(others)
+    if args.judge_method:
+        names += [f"{n}@{mode}" for n in entries for mode in JUDGE_METHODS]
     gpu = subprocess.run(
         ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
         capture_output=True,
@@ -355,6 +386,15 @@ def main() -> int:
         work = flops(shape)
         row: dict[str, Any] = dict(shape)
         for name in turn_order(names, index, rotate=not args.fixed_order):
+            if "@" in name and name.split("@")[1] in JUDGE_METHODS:
+                base, mode = name.split("@")
+                if base in by_name:
+                    call = by_name[base].bind([q, k, v, out, lse], shape, scale, stream)
+                else:
+                    call = functools.partial(others[base], q, k, v, scale, causal)
+                ms = time_by_judge(call, task.timing, JUDGE_METHODS[mode])
+                row[name] = work / (ms * 1e-3) / 1e12
+                continue
             if "@" in name:
                 base, mode = name.split("@")
                 call = by_name[base].bind([q, k, v, out, lse], shape, scale, stream)

@@ -157,6 +157,9 @@ class Timing:
     # its memory traffic still sits before each call: fewer tensors keep the gap between calls
     # closer to do_bench's, where one input already changes every output.
     perturb: tuple[str, ...] = ()
+    # The size of the L2 flush before each "flushed" sample, in MB; None: the judge's rule
+    # (twice the L2, at least 64 MiB). do_bench clears 256 MB.
+    flush_mb: float | None = None
 
 
 @dataclass(slots=True)
@@ -447,6 +450,8 @@ def _timing(raw: dict[str, Any], path: Path, tensors: tuple[TensorSpec, ...]) ->
             f"{path}: [timing] perturb names {', '.join(map(repr, unknown))}, "
             f"not an input tensor ({', '.join(sorted(inputs))})"
         )
+    if timing.flush_mb is not None and not timing.flush_mb > 0:
+        raise TaskError(f"{path}: [timing] flush_mb must be a positive size in MB")
     if timing.method not in TIMING_METHODS:
         raise TaskError(
             f"{path}: [timing] method {timing.method!r} is not one of {', '.join(TIMING_METHODS)}"

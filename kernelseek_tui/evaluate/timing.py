@@ -141,7 +141,7 @@ def _batch_calls(n_sets: int, call_ms: float) -> int:
     return n_sets * math.ceil(calls / n_sets)
 
 
-_flush_buffers: dict[int, Any] = {}
+_flush_buffers: dict[tuple[int, int], Any] = {}
 _MAX_HEAD_START_MS = 250.0
 
 # Spins on the GPU's global timer: the stream does nothing else until it returns.
@@ -174,20 +174,24 @@ def l2_flush_bytes(l2_bytes: int) -> int:
     return max(2 * l2_bytes, 64 << 20)
 
 
-def _l2_flush_buffer(cp: Any) -> Any:
-    """The flush buffer (l2_flush_bytes) of the current device, allocated once per device."""
+def _l2_flush_buffer(cp: Any, flush_mb: float | None = None) -> Any:
+    """The flush buffer of the current device, allocated once per device and size:
+    ``flush_mb`` MB, or l2_flush_bytes of the device's L2 when None."""
     device = cp.cuda.Device()
-    buffer = _flush_buffers.get(device.id)
+    if flush_mb is None:
+        size = l2_flush_bytes(int(device.attributes.get("L2CacheSize", 0)))
+    else:
+        size = int(flush_mb * 1e6)
+    buffer = _flush_buffers.get((device.id, size))
     if buffer is None:
-        l2 = int(device.attributes.get("L2CacheSize", 0))
-        buffer = cp.empty(l2_flush_bytes(l2), dtype=cp.uint8)
-        _flush_buffers[device.id] = buffer
+        buffer = cp.empty(size, dtype=cp.uint8)
+        _flush_buffers[(device.id, size)] = buffer
     return buffer
 
 
-def _l2_flusher(cp: Any, stream: Any) -> Callable[[], None]:
+def _l2_flusher(cp: Any, stream: Any, flush_mb: float | None = None) -> Callable[[], None]:
     """A function that enqueues the L2 flush (a memset of the flush buffer) on ``stream``."""
-    flush = _l2_flush_buffer(cp)
+    flush = _l2_flush_buffer(cp, flush_mb)
 
     def flush_l2() -> None:
         cp.cuda.runtime.memsetAsync(flush.data.ptr, 0, flush.nbytes, stream.ptr)
@@ -276,7 +280,7 @@ def _time_flushed(
     after_warmup: Callable[[], None] | None,
     hooks: MeasuredCallHooks | None,
 ) -> TimingStats:
-    flush_l2 = _l2_flusher(cp, stream)
+    flush_l2 = _l2_flusher(cp, stream, timing.flush_mb)
 
     def samples(count: int, hooked: MeasuredCallHooks | None = None) -> list[_FlushedSample]:
         return [_FlushedSample(call, MeasuredCall(i, i % n_sets), hooked) for i in range(count)]
@@ -361,7 +365,7 @@ def time_interleaved(
     hooked = list(hooks) if hooks is not None else [None] * len(calls)
     if len(hooked) != len(calls):
         raise ValueError("one hooks (or None) per callable")
-    flush_l2 = _l2_flusher(cp, stream)
+    flush_l2 = _l2_flusher(cp, stream, timing.flush_mb)
 
     def rounds(count: int, measured: bool) -> list[_FlushedSample]:
         return [
