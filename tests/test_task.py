@@ -190,3 +190,12 @@ def test_eval_of_a_bad_task_dir_is_one_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_flush_size_is_the_judges_rule_unless_set(tmp_path: Path) -> None:
+    assert load_task(TASK_DIR).timing.flush_mb is None
+    sized = load_task(_task_copy(tmp_path, 'perturb = ["q"] => perturb = ["q"]\nflush_mb = 256'))
+    assert sized.timing.flush_mb == 256
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(TaskError, match="flush_mb"):
+        load_task(_task_copy(tmp_path / "bad", 'perturb = ["q"] => perturb = ["q"]\nflush_mb = 0'))
