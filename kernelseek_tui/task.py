@@ -160,6 +160,12 @@ class Timing:
     # The size of the L2 flush before each "flushed" sample, in MB; None: the judge's rule
     # (twice the L2, at least 64 MiB). do_bench clears 256 MB.
     flush_mb: float | None = None
+    # Interleaved timing (candidate, best-so-far and peers in turn) takes this many samples of
+    # one callable before the next one's: 1 alternates every sample. A kernel's time depends on
+    # what ran just before it (H200, 2026-12-04: FA3 read 4-8% faster right after another
+    # kernel than after itself, the candidate 2-5% slower right after FA3); runs of a few
+    # samples leave that effect to each run's first sample, which the median passes over.
+    turn_run: int = 1
 
 
 @dataclass(slots=True)
@@ -452,6 +458,8 @@ def _timing(raw: dict[str, Any], path: Path, tensors: tuple[TensorSpec, ...]) ->
         )
     if timing.flush_mb is not None and not timing.flush_mb > 0:
         raise TaskError(f"{path}: [timing] flush_mb must be a positive size in MB")
+    if not isinstance(timing.turn_run, int) or timing.turn_run < 1:
+        raise TaskError(f"{path}: [timing] turn_run must be a whole number of samples, 1 or more")
     if timing.method not in TIMING_METHODS:
         raise TaskError(
             f"{path}: [timing] method {timing.method!r} is not one of {', '.join(TIMING_METHODS)}"

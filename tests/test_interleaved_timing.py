@@ -152,3 +152,32 @@ def test_it_refuses_one_callable_or_the_batched_method() -> None:
         time_interleaved(gpu.cp, gpu.stream, [gpu.call], 1, TIMING)
     with pytest.raises(ValueError, match="flushed"):
         time_interleaved(gpu.cp, gpu.stream, [gpu.call, gpu.call], 1, Timing(method="batched"))
+
+
+def test_runs_of_samples_keep_sample_r_of_each_kernel_paired_and_each_leading_as_often() -> None:
+    gpu = FakeGpu(kernel_ms=0.0, flush_ms=0.05)
+    marks: list[int] = []
+    run = Timing(method="flushed", warmup_ms=2, rep_ms=6, max_reps=60, turn_run=3)
+    timed = time_interleaved(
+        gpu.cp,
+        gpu.stream,
+        [fake_kernel(gpu, "A", 0.3), fake_kernel(gpu, "B", 0.2)],
+        2,
+        run,
+        after_warmup=lambda: marks.append(len(gpu.log)),
+    )
+    samples = len(timed.stats[0].samples_ms)
+    assert samples == len(timed.stats[1].samples_ms) and samples % 6 == 0
+    measured = [e for e in gpu.log[marks[0] :] if e[0] in "AB"][: 2 * samples]
+    # A A A B B B, then B B B A A A: each kernel's sample r on input set r % 2
+    assert measured[:12] == ["A 0", "A 1", "A 0", "B 0", "B 1", "B 0",
+                             "B 1", "B 0", "B 1", "A 1", "A 0", "A 1"]  # fmt: skip
+    assert timed.stats[0].median_ms == pytest.approx(0.3)
+    assert timed.ratios(0, 1) == pytest.approx([1.5] * samples)
+
+
+def test_a_turn_run_below_one_is_refused(tmp_path) -> None:
+    from kernelseek_tui.task import TaskError, _timing
+
+    with pytest.raises(TaskError, match="turn_run"):
+        _timing({"turn_run": 0}, tmp_path / "task.toml", ())

@@ -357,6 +357,9 @@ def time_interleaved(
     Each callable rotates through ``n_sets`` sets of its own; ``hooks[k]`` (if any) sees
     callable ``k``'s measured calls alone, numbered 0, 1, ... as ``time_calls`` numbers them.
     The rounds are even in number, so each callable leads in as many rounds as the other.
+    With ``timing.turn_run`` above 1 a callable takes that many samples in a row in each round
+    (A A A B B B, B B B A A A, ...); sample ``r`` of one is still paired with sample ``r`` of
+    another in ``ratios``.
     """
     if len(calls) < 2:
         raise ValueError("time_interleaved needs two callables or more")
@@ -367,15 +370,21 @@ def time_interleaved(
         raise ValueError("one hooks (or None) per callable")
     flush_l2 = _l2_flusher(cp, stream, timing.flush_mb)
 
+    run = max(1, timing.turn_run)
+
     def rounds(count: int, measured: bool) -> list[_FlushedSample]:
+        """``count`` samples of each callable: rounds of one run of ``run`` samples each."""
         return [
             _FlushedSample(calls[k], MeasuredCall(r, r % n_sets), hooked[k] if measured else None)
-            for r in range(count)
-            for k in round_order(len(calls), r)
+            for block in range(count // run)
+            for k in round_order(len(calls), block)
+            for r in range(block * run, (block + 1) * run)
         ]
 
     warmup, reps, deficit = _plan_flushed(cp, stream, flush_l2, calls, n_sets, timing)
-    reps = max(2, reps - reps % 2)
+    # Whole rounds, even in number, so each callable leads in as many rounds as the others.
+    warmup = run * math.ceil(warmup / run)
+    reps = max(2 * run, reps - reps % (2 * run))
     if deficit > 0:
         _hold_stream(cp, stream, min(_MAX_HEAD_START_MS, 1.2 * deficit + 1.0))
     _enqueue_flushed(cp, stream, flush_l2, rounds(warmup, measured=False))
@@ -387,8 +396,8 @@ def time_interleaved(
     elapsed = _elapsed(cp, _enqueue_flushed(cp, stream, flush_l2, rounds(reps, measured=True)))
     samples: list[list[float]] = [[] for _ in calls]
     for position, ms in enumerate(elapsed):
-        r, within = divmod(position, len(calls))
-        samples[round_order(len(calls), r)[within]].append(ms)
+        block, within = divmod(position, run * len(calls))
+        samples[round_order(len(calls), block)[within // run]].append(ms)
     result = InterleavedTimings(
         [TimingStats(statistics.median(s), s, calls_per_sample=1) for s in samples]
     )

@@ -40,6 +40,7 @@ from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
+from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls, time_interleaved
@@ -292,29 +293,44 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     # afterwards, so it holds what the inputs must hold then.
     judging = random.Random(f"{ev.seed}:{index}:{result.name}:judged:{ev.entropy}")
     watch = _watch_measured_calls(ev, sets, judging)
+    # The peers, ready before the candidate is timed, so that they can be timed with it.
+    peer_calls, absent = _ready_peers(ev, sets, fields, floats)
+    for name, why in absent.items():
+        result.peers[name] = PeerTiming(name=name, absent=why)
+    peer_stats: dict[str, TimingStats] = {}
     try:
-        if ev.paired is not None and task.timing.method == "flushed":
-            paired = _PairedCalls(
-                ev, ev.paired, shapes, ints, float_args, n_sets, f"{index}:{result.name}"
-            )
-            paired_watch = _watch_measured_calls(ev, paired.sets, paired.judging)
+        if task.timing.method == "flushed" and (ev.paired is not None or peer_calls):
+            # Candidate, best-so-far and peers in turn, one sample of each per round: every
+            # ratio compares samples that ran next to each other (evaluate/peer_calls.py).
+            calls: list[Callable[[int], None]] = [call]
+            hooks: list[MeasuredCallWatch | None] = [watch]
+            after_warmup: Callable[[], None] = refill
+            paired = None
+            if ev.paired is not None:
+                paired = _PairedCalls(
+                    ev, ev.paired, shapes, ints, float_args, n_sets, f"{index}:{result.name}"
+                )
+                calls.append(paired.call)
+                hooks.append(_watch_measured_calls(ev, paired.sets, paired.judging))
+                both_refilled = paired.refill
 
-            def refill_both() -> None:
-                refill()
-                paired.refill()
+                def refill_both() -> None:
+                    refill()
+                    both_refilled()
 
-            timed_pair = time_interleaved(
-                cp,
-                ev.stream,
-                [call, paired.call],
-                n_sets,
-                task.timing,
-                after_warmup=refill_both,
-                hooks=[watch, paired_watch],
+                after_warmup = refill_both
+            first_peer = len(calls)
+            calls.extend(peer_calls)
+            hooks.extend([None] * len(peer_calls))
+            in_turn = time_interleaved(
+                cp, ev.stream, calls, n_sets, task.timing, after_warmup=after_warmup, hooks=hooks
             )
-            stats = timed_pair.stats[0]
-            result.paired_ms = timed_pair.stats[1].median_ms
-            result.paired_ratios = timed_pair.ratios(1, 0)
+            stats = in_turn.stats[0]
+            if paired is not None:
+                result.paired_ms = in_turn.stats[1].median_ms
+                result.paired_ratios = in_turn.ratios(1, 0)
+            for k, peer in enumerate(peer_calls):
+                peer_stats[peer.name] = in_turn.stats[first_peer + k]
         else:
             stats = time_calls(
                 cp, ev.stream, call, n_sets, task.timing, after_warmup=refill, hooks=watch
@@ -350,40 +366,39 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     if stats.spread > 0.1:
         result.timing_notes.append(f"noisy: p10-p90 spread {stats.spread:.0%} of the median")
 
-    # 3. Peers, on the same buffers and stream, timed right after the candidate.
+    # 3. Peers: timed above with the candidate where the method allows, else alone right after
+    # it, on the same buffers and stream; checked on set 0 against the reference just built.
     progress("peers")
-    for name in ev.peers.names:
-        result.peers[name] = _time_peer(
-            ev, name, sets, fields, floats, set0_reference, flops, n_sets
+    for peer in peer_calls:
+        result.peers[peer.name] = _time_peer(
+            ev, peer, n_sets, peer_stats.get(peer.name), set0_reference, flops
         )
-    # The candidate once more after the peers, so drift over the scenario affects both alike;
-    # skipped for slow kernels, whose few long calls drift little against their own length.
-    if ev.peers.names and stats.median_ms * stats.calls_per_sample < 5.0:
-        progress("time")
-        # Judged like the first run: perturbed inputs, one measured call at random, the inputs
-        # as they must be, and set 0's last outputs (against a fresh reference: the
-        # perturbations moved its inputs away from the ones the peers saw).
-        watch = _watch_measured_calls(ev, sets, judging, "timed after the peers")
-        again = time_calls(cp, ev.stream, call, n_sets, task.timing, hooks=watch)
-        ev.sync("the timed calls")
-        seen = _replay_perturbations(ev, watch, pristine)
-        if _hidden_work_fails(again, result):
-            return result
-        if not _inputs_kept(ev, sets, pristine, result, "the calls timed after the peers"):
-            return result
-        if not _judged_call_passes(ev, watch, seen, int_names, floats, result):
-            return result
-        if not _judge(
-            ev, sets[0], int_names, floats, result, "call timed after the peers on input set 0"
-        ):
-            return result
-        both = TimingStats(median_ms=0.0, samples_ms=[*stats.samples_ms, *again.samples_ms])
-        result.ms = both.median_ms = _median(both.samples_ms)
-        result.spread = both.spread
-        if flops:
-            result.tflops = flops / (result.ms * 1e-3) / 1e12
-        beyond_peak(result, task.timing.max_tflops)
     return result
+
+
+def _ready_peers(
+    ev: Evaluation,
+    sets: list[dict[str, GuardedTensor]],
+    fields: dict[str, int],
+    floats: dict[str, float],
+) -> tuple[list[PeerCall], dict[str, str]]:
+    """The scenario's peers on the candidate's input sets, each called once on set 0 (its first
+    call loads what it loads lazily, outside any timing), and why the others are absent."""
+    task = ev.task
+    bodies = [{s.name: (t[s.name].body, s.dtype) for s in task.inputs} for t in sets]
+    ready, absent = prepare_peer_calls(ev.peers, bodies, fields, floats)
+    working: list[PeerCall] = []
+    for peer in ready:
+        try:
+            peer.run_once(0)
+            ev.sync(f"peer {peer.name}")
+        except FatalError:
+            raise
+        except Exception as error:
+            absent[peer.name] = f"{peer.name} failed ({type(error).__name__}: {error})"
+            continue
+        working.append(peer)
+    return working, absent
 
 
 class _PairedCalls:
@@ -697,39 +712,31 @@ def _reference(
 
 def _time_peer(
     ev: Evaluation,
-    name: str,
-    sets: list[dict[str, GuardedTensor]],
-    fields: dict[str, int],
-    floats: dict[str, float],
+    peer: PeerCall,
+    n_sets: int,
+    stats: TimingStats | None,
     reference: dict[str, Any],
     flops: float | None,
-    n_sets: int,
 ) -> PeerTiming:
-    """Time one peer on the candidate's buffers; ``reference`` is the one for set 0's inputs."""
+    """One peer's timing (``stats``: its samples from the candidate's interleaved run; None: timed
+    alone now), and its outputs on set 0 judged against ``reference``, that set's reference."""
     cp, task = ev.cp, ev.task
-    runners = []
-    for tensors in sets:
-        bodies = {s.name: (tensors[s.name].body, s.dtype) for s in task.inputs}
-        runner = ev.peers.prepare(name, bodies, fields, floats)
-        if isinstance(runner, str):
-            return PeerTiming(name=name, absent=runner)
-        runners.append(runner)
     try:
-        with ev.peers.stream_context():
-            outputs = runners[0]()
-            ev.sync(f"peer {name}")
-            notes = _peer_check(ev, name, outputs, reference)
-
-            def call(i: int) -> None:
-                runners[i]()
-
-            stats = time_calls(cp, ev.stream, call, n_sets, task.timing)
-        ev.sync(f"peer {name}")
+        outputs = peer.run_once(0)
+        ev.sync(f"peer {peer.name}")
+        notes = _peer_check(ev, peer.name, outputs, reference)
+        if stats is None:
+            stats = time_calls(cp, ev.stream, peer, n_sets, task.timing)
+            ev.sync(f"peer {peer.name}")
     except FatalError:
         raise
     except Exception as error:
-        return PeerTiming(name=name, absent=f"{name} failed ({type(error).__name__}: {error})")
-    timing = PeerTiming(name=name, ms=stats.median_ms, notes=notes)
+        return PeerTiming(
+            name=peer.name, absent=f"{peer.name} failed ({type(error).__name__}: {error})"
+        )
+    if peer.error is not None:
+        return PeerTiming(name=peer.name, absent=peer.error)
+    timing = PeerTiming(name=peer.name, ms=stats.median_ms, notes=notes)
     if flops:
         timing.tflops = flops / (stats.median_ms * 1e-3) / 1e12
     return timing
@@ -760,14 +767,6 @@ def _peer_check(
         if not check.passed:
             notes.extend(f"{name}: {reason}" for reason in check.reasons)
     return notes
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return 0.5 * (ordered[middle - 1] + ordered[middle])
 
 
 def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> float | None:
