@@ -16,6 +16,12 @@ least 64 MiB) without a flip (`NAME@jflush`) and after a flip of q (`NAME@judgeq
 conditions for flash_fwd): what the judge's per-call work does to a kernel's measured speed.
 It also prints, once, the GPU time of each piece of that work (each flip, each flush).
 
+`--in-turn` adds, per shape, every entry (candidates and peers) timed by the judge's own
+`time_interleaved` (`NAME@turn`): one sample of each per round, the L2 flushed before each, the
+stream held first where the host enqueues more slowly than the GPU runs (so a peer's Python-side
+launch never enters its time), and `CAND@turn/fa3`, the median over rounds of FA3's sample over
+the candidate's: the method the judge times candidate and peers with, in this file's process.
+
 As a sanity check (not the judge: `kernelseek eval` is), each row also shows the largest
 |out - FA3's out| of the first candidate on the same inputs.
 
@@ -195,6 +201,20 @@ def time_by_judge(call: Any, timing: Any, flush_mb: float | None) -> float:
     return stats.median_ms
 
 
+def time_in_turn(calls: list[Any], timing: Any) -> tuple[list[float], Any]:
+    """Median ms of each of ``calls`` timed in turn by the judge's own time_interleaved (the
+    task's [timing], one input set, no hooks), on torch's current stream; and the timings."""
+    import cupy as cp
+    import torch
+
+    from kernelseek_tui.evaluate.timing import time_interleaved
+
+    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    with stream:
+        timed = time_interleaved(cp, stream, [lambda _set, c=c: c() for c in calls], 1, timing)
+    return [stats.median_ms for stats in timed.stats], timed
+
+
 def judge_flush_bytes() -> int:
     """The judge's flush size on this GPU (kernelseek_tui.evaluate.timing.l2_flush_bytes)."""
     import torch
@@ -333,6 +353,12 @@ def main() -> int:
         "(kernelseek_tui.evaluate.timing.time_calls, the task's [timing], no flips) at the "
         "judge's flush size and at do_bench's (NAME@judge, NAME@judge256)",
     )
+    parser.add_argument(
+        "--in-turn",
+        action="store_true",
+        help="also time every entry of a shape in turn with the judge's own time_interleaved "
+        "(NAME@turn) and give each candidate's median per-round ratio to FA3 (CAND@turn/fa3)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -354,6 +380,8 @@ def main() -> int:
     entries = [c.name for c in candidates] + list(others)
     if args.judge_method:
         names += [f"{n}@{mode}" for n in entries for mode in JUDGE_METHODS]
+    if args.in_turn:
+        names += [f"{n}@turn" for n in entries]
     gpu = subprocess.run(
         ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
         capture_output=True,
@@ -369,7 +397,9 @@ def main() -> int:
     rows = []
     header = ["d", "causal", "seqlen"] + [f"{n} TF/s" for n in names]
     if others.get("fa3") is not None:
-        header += [f"{c.name}/fa3" for c in candidates] + ["max|out-fa3|"]
+        header += [f"{c.name}/fa3" for c in candidates]
+        header += [f"{c.name}@turn/fa3" for c in candidates if args.in_turn]
+        header += ["max|out-fa3|"]
     print(" | ".join(header))
     stream = torch.cuda.current_stream().cuda_stream
     by_name = {c.name: c for c in candidates}
@@ -385,7 +415,24 @@ def main() -> int:
         causal = bool(shape["causal"])
         work = flops(shape)
         row: dict[str, Any] = dict(shape)
+        if args.in_turn:
+            calls = [
+                by_name[n].bind([q, k, v, out, lse], shape, scale, stream)
+                if n in by_name
+                else functools.partial(others[n], q, k, v, scale, causal)
+                for n in entries
+            ]
+            medians, in_turn = time_in_turn(calls, task.timing)
+            for n, ms in zip(entries, medians, strict=True):
+                row[f"{n}@turn"] = work / (ms * 1e-3) / 1e12
+            if "fa3" in others:
+                fa3_at = entries.index("fa3")
+                for c in candidates:
+                    per_round = in_turn.ratios(fa3_at, entries.index(c.name))
+                    row[f"{c.name}@turn/fa3"] = sorted(per_round)[len(per_round) // 2]
         for name in turn_order(names, index, rotate=not args.fixed_order):
+            if name.endswith("@turn"):
+                continue  # timed above, all together
             if "@" in name and name.split("@")[1] in JUDGE_METHODS:
                 base, mode = name.split("@")
                 if base in by_name:
@@ -430,6 +477,8 @@ def main() -> int:
         ]
         if "fa3" in others:
             cells += [f"{row[c.name] / row['fa3']:.3f}" for c in candidates]
+            if args.in_turn:
+                cells += [f"{row[f'{c.name}@turn/fa3']:.3f}" for c in candidates]
             cells += [f"{row.get('max_abs_diff_vs_fa3', float('nan')):.4f}"]
         print(" | ".join(cells), flush=True)
 
@@ -445,6 +494,14 @@ def main() -> int:
                 f"causal={worst['causal']} s{worst['seqlen_q']} at "
                 f"{worst[cand.name] / worst['fa3']:.3f}x"
             )
+            if args.in_turn:
+                key = f"{cand.name}@turn/fa3"
+                turned = geomean([r[key] for r in rows])
+                worst = min(rows, key=lambda r: r[key])
+                print(
+                    f"{cand.name} in turn: geomean {turned:.3f}x FA3; worst d{worst['headdim']} "
+                    f"causal={worst['causal']} s{worst['seqlen_q']} at {worst[key]:.3f}x"
+                )
     if args.json:
         args.json.write_text(json.dumps({"gpu": gpu, "rows": rows, "geomean": summary}, indent=1))
     return 0
