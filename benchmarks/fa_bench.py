@@ -37,6 +37,7 @@ import importlib.util
 import json
 import math
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -429,7 +430,7 @@ def main() -> int:
                 fa3_at = entries.index("fa3")
                 for c in candidates:
                     per_round = in_turn.ratios(fa3_at, entries.index(c.name))
-                    row[f"{c.name}@turn/fa3"] = sorted(per_round)[len(per_round) // 2]
+                    row[f"{c.name}@turn/fa3"] = statistics.median(per_round)
         for name in turn_order(names, index, rotate=not args.fixed_order):
             if name.endswith("@turn"):
                 continue  # timed above, all together

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from kernelseek_tui.evaluate import timing as timing_module
-from kernelseek_tui.evaluate.timing import round_order, time_interleaved
+from kernelseek_tui.evaluate.timing import InterleavedTimings, round_order, time_interleaved
 from kernelseek_tui.task import Timing
 from tests.test_timing_method import FakeGpu, RecordingHooks
 
@@ -74,19 +74,26 @@ def test_the_ratios_of_two_kernels_of_known_cost_come_out_right() -> None:
     assert timed.ratios(1, 0) == pytest.approx([0.2 / 0.3] * len(a.samples_ms))
 
 
-def test_samples_alternate_a_b_b_a_each_after_its_own_flush() -> None:
+def _a_and_b_in_turn(n_sets: int, timing: Timing) -> tuple[FakeGpu, InterleavedTimings, int]:
+    """Kernels A (0.3 ms) and B (0.2 ms) timed in turn on a fresh stand-in GPU; and the index in
+    its log where the measured samples begin (just after the warm-up's refill)."""
     gpu = FakeGpu(kernel_ms=0.0, flush_ms=0.05)
     marks: list[int] = []
     timed = time_interleaved(
         gpu.cp,
         gpu.stream,
         [fake_kernel(gpu, "A", 0.3), fake_kernel(gpu, "B", 0.2)],
-        3,
-        TIMING,
+        n_sets,
+        timing,
         after_warmup=lambda: marks.append(len(gpu.log)),
     )
+    return gpu, timed, marks[0]
+
+
+def test_samples_alternate_a_b_b_a_each_after_its_own_flush() -> None:
+    gpu, timed, first_measured = _a_and_b_in_turn(3, TIMING)
     rounds = len(timed.stats[0].samples_ms)
-    measured = gpu.log[marks[0] : marks[0] + 4 * rounds]
+    measured = gpu.log[first_measured : first_measured + 4 * rounds]
     assert measured[0::2] == ["flush"] * 2 * rounds
     expected = [
         f"{'AB'[k]} {r % 3}" for r in range(rounds) for k in round_order(2, r)
@@ -94,7 +101,7 @@ def test_samples_alternate_a_b_b_a_each_after_its_own_flush() -> None:
     assert measured[1::2] == expected
     assert expected[:4] == ["A 0", "B 0", "B 1", "A 1"]
     # the warm-up before the refill interleaves too: never three samples of one kernel in a row
-    warm = "".join(e[0] for e in gpu.log[: marks[0]] if e[0] in "AB")
+    warm = "".join(e[0] for e in gpu.log[:first_measured] if e[0] in "AB")
     assert warm.count("A") == warm.count("B") > 3
     assert "AAA" not in warm and "BBB" not in warm
 
@@ -155,20 +162,11 @@ def test_it_refuses_one_callable_or_the_batched_method() -> None:
 
 
 def test_runs_of_samples_keep_sample_r_of_each_kernel_paired_and_each_leading_as_often() -> None:
-    gpu = FakeGpu(kernel_ms=0.0, flush_ms=0.05)
-    marks: list[int] = []
     run = Timing(method="flushed", warmup_ms=2, rep_ms=6, max_reps=60, turn_run=3)
-    timed = time_interleaved(
-        gpu.cp,
-        gpu.stream,
-        [fake_kernel(gpu, "A", 0.3), fake_kernel(gpu, "B", 0.2)],
-        2,
-        run,
-        after_warmup=lambda: marks.append(len(gpu.log)),
-    )
+    gpu, timed, first_measured = _a_and_b_in_turn(2, run)
     samples = len(timed.stats[0].samples_ms)
     assert samples == len(timed.stats[1].samples_ms) and samples % 6 == 0
-    measured = [e for e in gpu.log[marks[0] :] if e[0] in "AB"][: 2 * samples]
+    measured = [e for e in gpu.log[first_measured:] if e[0] in "AB"][: 2 * samples]
     # A A A B B B, then B B B A A A: each kernel's sample r on input set r % 2
     assert measured[:12] == ["A 0", "A 1", "A 0", "B 0", "B 1", "B 0",
                              "B 1", "B 0", "B 1", "A 1", "A 0", "A 1"]  # fmt: skip

@@ -14,7 +14,7 @@ reported absent with that error, and its samples are dropped.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kernelseek_tui.evaluate.comparators import PeerRunner
@@ -28,7 +28,6 @@ class PeerCall:
     runners: list[Callable[[], dict[str, Any]]]
     peers: PeerRunner
     error: str | None = None
-    calls: int = field(default=0)
 
     def __call__(self, set_index: int) -> None:
         if self.error is not None:
@@ -36,7 +35,6 @@ class PeerCall:
         try:
             with self.peers.stream_context():
                 self.runners[set_index]()
-            self.calls += 1
         except Exception as error:  # the peer's failure, reported as its absence
             self.error = f"{self.name} failed while timed ({type(error).__name__}: {error})"
 
