@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# After the last test, how long the interpreter may take to exit before the watchdog ends it.
+EXIT_GRACE_S = 120.0
 
 
 @functools.cache
@@ -51,3 +56,24 @@ def env(tmp_path: Path) -> dict[str, str]:
     }
     values.update(PYTHONPATH=str(ROOT), KS_TEST_COUNTER=str(tmp_path / "count"), KS_TEST_DELAY="0")
     return values
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Never let a thread a test left running hold the process at exit. A runaway DuckDB
+    query in a Textual worker thread once did (its thread pool is joined at exit): CI ran out of
+    time after the suite's summary. If the interpreter has not exited ``EXIT_GRACE_S`` after the
+    last hook, print every thread's stack and exit with a failure."""
+
+    def watch() -> None:
+        time.sleep(EXIT_GRACE_S)
+        others = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+        print(
+            f"\ntests: the process had not exited {EXIT_GRACE_S:g} s after the last test; "
+            f"still running: {', '.join(others)}. Stacks:",
+            file=sys.stderr,
+            flush=True,
+        )
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="tests-exit-watchdog", daemon=True).start()

@@ -3,16 +3,19 @@ And the SQL box only reads, and only under the traces root."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from textual.widgets import Input, Static
 
+from kernelseek_tui.trace.stopping import QueryDeadline
 from kernelseek_tui.trace.store import QueryError, TraceStore
 from kernelseek_tui.trace.tabular import Head, format_table
 from kernelseek_tui.tui.app import KernelseekApp
@@ -24,6 +27,18 @@ from tests.tui_support import SCRIPTED, settle, unpacked_demo
 
 # Some 10^15 rows to sum: it runs for hours unless something stops it.
 RUNAWAY = "SELECT sum(a.seq * b.seq) FROM events a, events b, events c, events d"
+
+
+def make_sure_it_ends(store: TraceStore | None, lock: threading.Lock) -> None:
+    """The safety net of a test that failed: interrupt until the query holding ``lock`` lets
+    go, so that a stop the code under test lost does not leave the query running for hours
+    beside the rest of the suite (it once did, on a 2-core CI machine)."""
+    for _ in range(600):
+        if lock.acquire(timeout=0.05):
+            lock.release()
+            return
+        if store is not None:
+            store.interrupt()
 
 
 @pytest.fixture
@@ -75,6 +90,35 @@ def test_a_query_past_its_timeout_is_stopped(traces: Path) -> None:
     assert time.monotonic() - began < 20
 
 
+def test_a_stop_that_comes_before_the_query_begins_still_stops_it(traces: Path) -> None:
+    # DuckDB forgets an interrupt that arrives before its query starts: the deadline must go
+    # on interrupting until the query's block ends.
+    store = TraceStore(traces)
+    store.connect()
+    running = threading.Lock()
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        with running, QueryDeadline(store, timeout_s=None) as deadline:
+            deadline.stop("asked early")  # before DuckDB has the query
+            try:
+                store.query(RUNAWAY)
+            except QueryError as error:
+                outcome.append(error)
+
+    worker = threading.Thread(target=run, daemon=True)
+    began = time.monotonic()
+    worker.start()
+    try:
+        worker.join(timeout=10)
+        assert not worker.is_alive() and time.monotonic() - began < 5
+        assert outcome and "INTERRUPT" in str(outcome[0]).upper()
+    finally:
+        make_sure_it_ends(store, running)
+        worker.join(timeout=5)
+    assert store.query("SELECT 7 AS n").column("n")[0].as_py() == 7  # the next query runs
+
+
 def test_the_store_only_reads_and_only_under_its_root(traces: Path, tmp_path: Path) -> None:
     store = TraceStore(traces)
     outside = tmp_path / "secret.txt"
@@ -118,9 +162,12 @@ async def test_the_query_screen_stops_a_query_at_its_timeout(traces: Path) -> No
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = await _run_runaway(app, pilot)
-        await settle(pilot, rounds=1, grace_s=0)
-        status = str(screen.query_one("#query-status", Static).render())
-        assert status == "error: stopped: it ran longer than 1 s"
+        try:
+            await asyncio.wait_for(settle(pilot, rounds=1, grace_s=0), timeout=15)
+            status = str(screen.query_one("#query-status", Static).render())
+            assert status == "error: stopped: it ran longer than 1 s"
+        finally:
+            make_sure_it_ends(screen._store, screen._store_lock)
 
 
 @pytest.mark.anyio
@@ -129,11 +176,14 @@ async def test_leaving_the_query_screen_stops_its_query(traces: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = await _run_runaway(app, pilot)
-        began = time.monotonic()
-        await pilot.press("escape")
-        await app.workers.wait_for_complete()
-        assert time.monotonic() - began < 5
-        assert screen.last_error in (None, "stopped: the query screen was left")
+        try:
+            began = time.monotonic()
+            await pilot.press("escape")
+            await asyncio.wait_for(app.workers.wait_for_complete(), timeout=10)
+            assert time.monotonic() - began < 5
+            assert screen.last_error in (None, "stopped: the query screen was left")
+        finally:
+            make_sure_it_ends(screen._store, screen._store_lock)
 
 
 @pytest.mark.anyio
@@ -148,6 +198,50 @@ async def test_quitting_the_app_stops_a_running_query(traces: Path, tmp_path: Pa
         began = time.monotonic()
         await app.action_quit()
         await pilot.pause()
-    # The worker's thread has seen its query fail: nothing keeps the process busy.
-    assert screen._store_lock.acquire(timeout=5)
-    assert time.monotonic() - began < 5
+    try:
+        # The worker's thread has seen its query fail: nothing keeps the process busy.
+        assert screen._store_lock.acquire(timeout=5)
+        screen._store_lock.release()
+        assert time.monotonic() - began < 5
+    finally:
+        make_sure_it_ends(screen._store, screen._store_lock)
+
+
+@pytest.mark.anyio
+async def test_a_stop_asked_while_the_views_build_applies_when_the_query_begins(
+    traces: Path,
+) -> None:
+    app = Base(traces, timeout_s=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, QueryScreen)
+        try:
+            with screen._store_lock:  # the worker waits here, as behind a slow view build
+                screen.run_sql(RUNAWAY)
+                await pilot.pause(0.2)
+                assert screen._deadline is None  # nothing to interrupt yet
+                screen.stop_query("asked early")
+            await asyncio.wait_for(app.workers.wait_for_complete(), timeout=10)
+            await pilot.pause()
+            assert screen.last_error == "stopped: asked early" and not screen.running
+        finally:
+            make_sure_it_ends(screen._store, screen._store_lock)
+
+
+@pytest.mark.anyio
+async def test_a_newer_query_stops_the_one_still_running(traces: Path) -> None:
+    app = Base(traces, timeout_s=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = await _run_runaway(app, pilot)
+        try:
+            began = time.monotonic()
+            screen.run_sql("SELECT 42 AS answer")
+            await asyncio.wait_for(settle(pilot, rounds=2, grace_s=0), timeout=10)
+            assert time.monotonic() - began < 5
+            assert screen.last_error is None and not screen.running
+            # The newer query's rows, not the runaway's failure.
+            assert screen.results.table.column("answer").to_pylist() == [42]
+        finally:
+            make_sure_it_ends(screen._store, screen._store_lock)

@@ -6,6 +6,13 @@ Ctrl-C between bytecodes of the main thread: a query run in the main thread igno
 until it ends, and a query in a worker thread outlives the screen (and keeps a quitting app's
 process alive). DuckDB's own answer is ``interrupt()`` on the connection from another thread,
 which makes the running query fail at once; everything here is about calling it.
+
+An interrupt that arrives before DuckDB has begun the query (between our ``with`` and its
+execution) is lost: DuckDB clears the flag as each query starts (seen with duckdb 2.0.1: an
+interrupt on an idle connection, then a 45 s query ran to its end). So a stop is not one call
+but a loop: once stopped, the query is interrupted again every ``_REPEAT_S`` until its ``with``
+block ends. A lost stop once left a runaway query burning both cores of a CI machine for the
+rest of the test run, and then held the process at exit.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _POLL_S = 0.1  # how often the waiting thread looks up (Ctrl-C arrives between two looks)
+_REPEAT_S = 0.05  # how often a stopped query is interrupted again until it has ended
 
 
 class QueryStopped(KernelseekError):
@@ -38,6 +46,7 @@ class QueryDeadline:
         self.stopped: str | None = None
         self._lock = threading.Lock()
         self._active = False
+        self._ended = threading.Event()  # the ``with`` block has ended: stop interrupting
         self._timer: threading.Timer | None = None
 
     def __enter__(self) -> QueryDeadline:
@@ -60,15 +69,29 @@ class QueryDeadline:
             self._timer.cancel()
         with self._lock:
             self._active = False
+        self._ended.set()
 
     def stop(self, why: str) -> None:
-        """Interrupt the query now (the first reason given is the one kept)."""
+        """Interrupt the query now and keep interrupting it until its block ends (the first
+        reason given is the one kept)."""
         with self._lock:
             if not self._active:
                 return  # it has finished: nothing of ours runs on the connection
-            if self.stopped is None:
-                self.stopped = why
+            if self.stopped is not None:
+                return  # already stopping: the loop below runs
+            self.stopped = why
             self.store.interrupt()
+        repeater = threading.Thread(target=self._keep_interrupting, name="kernelseek-stop")
+        repeater.daemon = True
+        repeater.start()
+
+    def _keep_interrupting(self) -> None:
+        # Under the lock, so that no interrupt lands after __exit__ on a later query.
+        while not self._ended.wait(_REPEAT_S):
+            with self._lock:
+                if not self._active:
+                    return
+                self.store.interrupt()
 
 
 def run_stoppable(store: TraceStore, work: Callable[[], T], *, timeout_s: float | None) -> T:

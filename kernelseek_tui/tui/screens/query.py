@@ -3,8 +3,10 @@
 The query runs in a thread worker that never touches a widget: it posts ``QueryDone`` or
 ``QueryFailed`` back, tagged with the run it belongs to, so a slow query overtaken by a newer
 one never overwrites the newer one's results. A running query is interrupted when it passes
-``timeout_s``, when the screen is left and when the app quits (``stop_query``): a thread cannot
-be killed, but its DuckDB call can be made to fail at once.
+``timeout_s``, when a newer one starts, when the screen is left and when the app quits
+(``stop_query``): a thread cannot be killed, but its DuckDB call can be made to fail at once. A
+stop asked for before the worker has begun its query (views still building) is kept and applied
+as the query begins.
 """
 
 from __future__ import annotations
@@ -119,6 +121,11 @@ class QueryScreen(Screen[None]):
         # DuckDB connections are not for two threads at once; a new query waits for the last.
         self._store_lock = threading.Lock()
         self._run = 0
+        # A stop may come before the worker has its deadline: runs up to ``_stopped_through``
+        # are to stop, for ``_stop_why``; the lock pairs that record with ``_deadline``.
+        self._stop_lock = threading.Lock()
+        self._stopped_through = 0
+        self._stop_why = ""
         self.running = False
         self.last_error: str | None = None
         self.last_elapsed_ms: float | None = None
@@ -170,14 +177,20 @@ class QueryScreen(Screen[None]):
         self._start(label=name, sql=None, canned=name)
 
     def _start(self, label: str, sql: str | None, canned: str | None) -> None:
+        # The older query would only hold the connection; its results would be dropped anyway.
+        self.stop_query("a newer query was started")
         self._run += 1
         self.running = True
         self._set_status(Text(f"running {label} …", style="italic"))
         self._query_worker(self._run, label, sql, canned)
 
     def stop_query(self, why: str) -> None:
-        """Interrupt the running query, if any (from any thread); it ends as ``QueryFailed``."""
-        deadline = self._deadline
+        """Interrupt the running query, if any, and any started before it that has not begun
+        (from any thread); it ends as ``QueryFailed``."""
+        with self._stop_lock:
+            self._stopped_through = self._run
+            self._stop_why = why
+            deadline = self._deadline
         if deadline is not None:
             deadline.stop(why)
 
@@ -189,14 +202,19 @@ class QueryScreen(Screen[None]):
             with self._store_lock:
                 store = self._connected_store()
                 with QueryDeadline(store, self.timeout_s) as deadline:
-                    self._deadline = deadline
+                    with self._stop_lock:
+                        self._deadline = deadline
+                        asked = self._stop_why if run <= self._stopped_through else None
+                    if asked is not None:
+                        deadline.stop(asked)  # asked for while the views were building
                     try:
                         reader = (
                             store.canned_reader(canned) if canned else store.query_reader(sql or "")
                         )
                         table, truncated = read_capped(reader, self.max_rows)
                     finally:
-                        self._deadline = None
+                        with self._stop_lock:
+                            self._deadline = None
         except Exception as error:  # any failure is one line on the screen, never a crash
             elapsed = (time.perf_counter() - started) * 1000
             stopped = deadline.stopped if deadline is not None else None
