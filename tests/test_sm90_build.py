@@ -45,6 +45,8 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_SOFTMAX_UNDER_PV": 2},
         {"SM90_D64_CONSUMERS": 3, "SM90_SKIP_UNSEEN": 0},
         {"SM90_SOFTMAX_TREE": 1, "SM90_WAIT_HINT": 1},
+        {"SM90_SPLIT_MASKED_LOOP": 1},
+        {"SM90_D128_NARROW_STAGES": 3, "SM90_D128_BLOCK_N": 128},
     ],
     ids=[
         "defaults",
@@ -57,6 +59,8 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         "softmax-under-pv-but-d64",
         "three-d64-consumers-every-tile-run",
         "tree-softmax-wait-hint",
+        "split-masked-loop",
+        "three-stages-at-d128-narrow",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:

@@ -96,13 +96,21 @@ def sass_by_kernel(
 
 def exponentials_under_pv(instructions: list[str]) -> int:
     """Exponentials between the steady loop's wait for S_j and the wait that follows it."""
+    each = exponentials_under_pv_per_loop(instructions)
+    assert len(each) == 1, each
+    return each[0]
+
+
+def exponentials_under_pv_per_loop(instructions: list[str]) -> list[int]:
+    """The same, for every wait for S_j (one per steady loop) in address order."""
     waits = [i for i, text in enumerate(instructions) if "WARPGROUP.DEPBAR" in text]
-    for_s = [i for i in waits if text_ends(instructions[i], "0x1")]
-    assert len(for_s) == 1, [instructions[i] for i in waits]
-    following = [i for i in waits if i > for_s[0]]
-    assert following, "no wait after the wait for S_j"
-    between = instructions[for_s[0] + 1 : following[0]]
-    return sum("MUFU.EX2" in text for text in between)
+    found = []
+    for wait_for_s in (i for i in waits if text_ends(instructions[i], "0x1")):
+        following = [i for i in waits if i > wait_for_s]
+        assert following, "no wait after the wait for S_j"
+        between = instructions[wait_for_s + 1 : following[0]]
+        found.append(sum("MUFU.EX2" in text for text in between))
+    return found
 
 
 def text_ends(text: str, value: str) -> bool:
@@ -156,3 +164,18 @@ def test_skipping_unseen_tiles_keeps_the_uniform_datapath(tmp_path: Path) -> Non
     for key, instructions in skipping.items():
         assert uniform_instructions(instructions) >= 0.9 * uniform_instructions(plain[key]), key
         assert exponentials_under_pv(instructions) >= key[1] // 2, key
+
+
+def test_a_loop_for_unmasked_and_one_for_masked_tiles_keep_the_overlap_and_the_datapath(
+    tmp_path: Path,
+) -> None:
+    """SM90_SPLIT_MASKED_LOOP: two steady loops, each with its wait for S_j and the softmax
+    under P V, and the uniform datapath of the single loop (its bound from lane 0: computed
+    from the warpgroup index it cost both loops every uniform instruction, as v9's branch)."""
+    single = sass_by_kernel(tmp_path / "single", {})
+    split = sass_by_kernel(tmp_path / "split", {"SM90_SPLIT_MASKED_LOOP": 1})
+    assert single.keys() == split.keys()
+    for key, instructions in split.items():
+        each = exponentials_under_pv_per_loop(instructions)
+        assert len(each) == 2 and min(each) >= key[1] // 2, (key, each)
+        assert uniform_instructions(instructions) >= 0.9 * uniform_instructions(single[key]), key

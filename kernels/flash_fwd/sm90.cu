@@ -34,7 +34,8 @@
 // Pipeline. Barriers in shared memory: q_full and q_empty (Q is free once every consumer's
 //   last S of the work tile is done); per stage k_full and v_full (the TMA completes the
 //   transaction bytes), k_empty and v_empty (one arrival per consumer warp: K once its S is
-//   done, V once its P V is). The producer runs up to STAGES tiles ahead (3 for d64, 2 else).
+//   done, V once its P V is). The producer runs up to STAGES tiles ahead (3 for d64, 2 else;
+//   SM90_D128_NARROW_STAGES=3 gives d128's 128-key tiles a third).
 //
 // Shared memory (dynamic, 1024-byte aligned). Every tile is stored as column chunks of 64 bf16
 //   (128 bytes per row, the widest TMA box with 128-byte swizzle): chunk c holds rows x 64
@@ -108,6 +109,15 @@ constexpr bool kWaitHint = SM90_WAIT_HINT != 0;
 // warpgroup steps. Default since v21: measured (fa_bench, 2026-12-03 21:06 and 21:12) d64 causal
 // +3-5% over v20, d256 +1-2%, nothing lost elsewhere.
 constexpr bool kSkipUnseen = SM90_SKIP_UNSEEN != 0;
+#ifndef SM90_SPLIT_MASKED_LOOP
+#define SM90_SPLIT_MASKED_LOOP 0
+#endif
+// 1: the steady loop runs as two loops, the key tiles that need no mask and then those that do
+// (FA3 has a loop of each kind); 0: one loop that branches to the mask on each step. ncu at d128
+// causal 4k (2026-12-04 18:31) put 1.1% of v21's samples on branch resolution, and 1.5% more
+// on the join and the uniform compare around it, all in the softmax, where FA3's unmasked loop
+// has no branch. Not measured yet.
+constexpr bool kSplitMaskedLoop = SM90_SPLIT_MASKED_LOOP != 0;
 #ifndef SM90_PERSISTENT
 #define SM90_PERSISTENT 1
 #endif
@@ -156,6 +166,16 @@ static_assert(SM90_D64_CONSUMERS == 0 || SM90_D64_CONSUMERS == 2 || SM90_D64_CON
 
 // d64 is bound by the exponentials: three consumers keep the tensor cores fed while two of
 // them exponentiate. Larger head dims need the registers of two.
+#ifndef SM90_D128_NARROW_STAGES
+// K/V stages at d128 with 128-key tiles (causal, or SM90_D128_BLOCK_N=128): 2, or 3, which
+// still fit (Q 32 KB + 3 x 64 KB of K and V, of 227 KB). ncu at d128 causal 4k (2026-12-04
+// 18:31): v21's consumers held 4.8% of all samples waiting for K and V at the top of the step,
+// FA3 3.7%, and v21 releases K later (after the softmax, FA3 before it). Not measured yet.
+#define SM90_D128_NARROW_STAGES 2
+#endif
+static_assert(SM90_D128_NARROW_STAGES == 2 || SM90_D128_NARROW_STAGES == 3,
+              "SM90_D128_NARROW_STAGES: 2 or 3");
+
 template <int HEADDIM>
 constexpr int default_consumers() {
     return HEADDIM == 64 && SM90_D64_CONSUMERS != 2 ? 3 : 2;
@@ -170,7 +190,9 @@ struct Shape {
     static constexpr int kProducerRegs = kConsumers == 2 ? 24 : 32;
     static constexpr int kConsumerRegs = kConsumers == 2 ? 240 : 160;
     static constexpr int kBlockN = BLOCK_N;
-    static constexpr int kStages = HEADDIM == 64 ? 3 : 2;
+    static constexpr int kStages = HEADDIM == 64                     ? 3
+                                   : HEADDIM == 128 && BLOCK_N <= 128 ? SM90_D128_NARROW_STAGES
+                                                                      : 2;
     static constexpr int kChunks = HEADDIM / kChunk;
     static constexpr int kQBytes = kBlockM * HEADDIM * 2;
     static constexpr int kKVBytes = kBlockN * HEADDIM * 2;   // one K (or V) stage
@@ -556,6 +578,13 @@ __device__ __forceinline__ void to_operand(const float* sc, uint32_t* pa) {
 // turn to the next one (round robin) once they are issued, so one's softmax runs under the
 // others' GEMMs. Named barrier 1 + wg is consumer wg's epilogue, kTurnBarrier + wg its turn.
 constexpr int kTurnBarrier = 1 + kMaxConsumers;
+
+// Whether a steady step masks S: never, always, or where its key tile needs it (a run-time test).
+constexpr int kMaskNever = 0, kMaskAlways = 1, kMaskAtRunTime = 2;
+template <int V>
+struct MaskKind {
+    __host__ __device__ constexpr operator int() const { return V; }
+};
 __device__ __forceinline__ void wait_turn(int wg) {
     if (kPingPong) named_barrier(kTurnBarrier + wg, 2 * kWarpgroupThreads);
 }
@@ -806,7 +835,9 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
             to_operand<BN>(sc, pa);
         }
-        for (int j = 1; j < n_wg; ++j) {
+        // One step: kMask says whether S_j is masked (kMaskAtRunTime: look at j).
+        auto step = [&](const int j, auto mask_kind) {
+            constexpr int kMask = decltype(mask_kind){};
             const int s = (kv + j) % STAGES;
             const int s_prev = (kv + j - 1) % STAGES;
             mbar_wait(k_full + 8 * s, ((kv + j) / STAGES) & 1);
@@ -824,7 +855,8 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             fence_registers<BN / 2>(sc);
             if constexpr (!kSoftmaxUnderPv)
                 release_k(lane, k_empty + 8 * s, q_empty, j == n_wg - 1);
-            if (j >= first_masked) mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
+            if (kMask == kMaskAlways || (kMask == kMaskAtRunTime && j >= first_masked))
+                mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
             softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
             // With kSoftmaxUnderPv, K_j's buffer is released only now, after the softmax, on
             // purpose: the branch ends the softmax's basic block. ptxas moves a wgmma wait up to
@@ -837,6 +869,15 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             __syncwarp();
             if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
             to_operand<BN>(sc, pa);
+        };
+        if constexpr (kSplitMaskedLoop) {
+            // From lane 0, as n_wg: a bound computed from the warpgroup index looks
+            // thread-dependent to ptxas, and both loops would lose the uniform datapath.
+            const int unmasked_end = __shfl_sync(0xffffffffu, max(1, min(first_masked, n_wg)), 0);
+            for (int j = 1; j < unmasked_end; ++j) step(j, MaskKind<kMaskNever>{});
+            for (int j = unmasked_end; j < n_wg; ++j) step(j, MaskKind<kMaskAlways>{});
+        } else {
+            for (int j = 1; j < n_wg; ++j) step(j, MaskKind<kMaskAtRunTime>{});
         }
         if (n_wg > 0) {
             const int s_last = (kv + n_wg - 1) % STAGES;
