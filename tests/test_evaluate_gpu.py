@@ -200,6 +200,16 @@ def test_timed_quick_run_measures_candidate_and_peers(task) -> None:
         assert not peer.notes, peer.notes
 
 
+def test_the_peers_warm_up_calls_each_peer_at_every_head_dim(task) -> None:
+    from kernelseek_tui.evaluate.comparators import load_module
+
+    module = load_module(task.comparator_module, "flash_fwd_comparators_warm_up")
+    ran = module.warm_up()
+    assert ran == [
+        f"{n} d{d} c{c}" for d in (64, 128, 256) for c in (0, 1) for n in ("fa3", "cudnn")
+    ]
+
+
 def test_a_knob_changes_the_build_and_still_passes(task) -> None:
     result = _small(task, task.source, knobs={"BLOCK_N": 32})
     assert result.verdict == "pass", result.reasons

@@ -64,6 +64,20 @@ class PeerRunner:
             with contextlib.suppress(Exception):
                 hook()
 
+    def warm_up(self) -> None:
+        """Run the module's optional ``warm_up()`` on this runner's stream: each peer called
+        once on small inputs, so that the libraries, kernels and handles a first call loads
+        (seconds, in the first timed scenario otherwise) are loaded in a worker waiting for its
+        request. A failure is left for the peer's first real call, which reports it."""
+        if self._module is None:
+            return
+        hook = getattr(self._module, "warm_up", None)
+        if not callable(hook):
+            return
+        with contextlib.suppress(Exception), self.stream_context():
+            hook()
+            self._torch.cuda.current_stream().synchronize()
+
     def stream_context(self) -> AbstractContextManager[Any]:
         if self._torch is None:
             return nullcontext()

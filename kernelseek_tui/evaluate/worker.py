@@ -110,7 +110,8 @@ class Standby:
 
 def prepare_standby(task_dir: str | None, *, peers: bool) -> Standby:
     """Import CuPy, make the CUDA context on device 0 real, and with ``peers`` load the task's
-    comparators (torch, and the peers' libraries through the module's optional ``preload``)."""
+    comparators (torch, and the peers' libraries through the module's optional ``preload``)
+    and run each once on small inputs (its optional ``warm_up``)."""
     import cupy as cp
 
     if cp.cuda.runtime.getDeviceCount() < 1:
@@ -140,6 +141,7 @@ def prepare_standby(task_dir: str | None, *, peers: bool) -> Standby:
         if task.comparators and task.comparator_module is not None:
             standby.peers = PeerRunner(task.comparator_module, task.comparators, stream.ptr)
             standby.peers.preload()
+            standby.peers.warm_up()
             standby.comparator_module = task.comparator_module
     return standby
 
