@@ -6,6 +6,7 @@ stored evaluation results only; matplotlib draws off-screen (Agg), so it works o
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,11 +90,21 @@ def write_report(session_dir: Path, out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / f"{session_dir.name}.png"
     page = out_dir / f"{session_dir.name}.html"
-    title = f"session {session_dir.name}"
+    title = report_title(session_dir.name, facts.caveat)
     png.write_bytes(draw(metrics, title, "png"))
     svg = draw(metrics, title, "svg").decode("utf-8")
     page.write_text(page_html(session_dir, series, metrics, facts, svg, table.num_rows))
     return png, page
+
+
+def report_title(session: str, caveat: str | None) -> str:
+    """The figure's title: the session, and its caveat under it, because the PNG is shared on
+    its own, without the page's caveat box (a scripted session's made-up speeds must not pass
+    for measurements)."""
+    if not caveat:
+        return f"session {session}"
+    lines = textwrap.wrap(f"caveat: {caveat}", width=140)
+    return "\n".join([f"session {session}", *lines])
 
 
 _TOKEN_COLUMNS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "model", "attrs"]

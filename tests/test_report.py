@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from kernelseek_tui.report import session_series, write_report
 from kernelseek_tui.trace.reader import read_session
@@ -85,3 +86,27 @@ def test_vs_fa3_has_its_own_panel_under_the_speedup_so_neither_hides_the_other()
         plt.close(fig)
     assert time_unit(30) == ("seconds", 1.0) and time_unit(600) == ("minutes", 60.0)
     assert time_unit(3 * 3600) == ("hours", 3600.0)
+
+
+def test_the_figure_carries_the_caveat_because_the_png_travels_alone(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import kernelseek_tui.report_figure as report_figure
+    from kernelseek_tui.paths import DEMO_DIR
+
+    titles: list[str] = []
+    drawn = report_figure.draw
+
+    def recording_draw(metrics: Any, title: str, fmt: str) -> bytes:
+        titles.append(title)
+        return drawn(metrics, title, fmt)
+
+    monkeypatch.setattr(report_figure, "draw", recording_draw)
+    write_report(DEMO_DIR / "scripted-claude", tmp_path)
+    assert len(titles) == 2 and titles[0] == titles[1]  # the PNG's and the page's SVG
+    head, *caveat = titles[0].splitlines()
+    assert head == "session scripted-claude"
+    assert " ".join(caveat).startswith("caveat: scripted: recorded Messages-API replies")
+    titles.clear()
+    write_report(DEMO_DIR / "gpu-tuner-20261202-171357", tmp_path)
+    assert titles[0] == "session gpu-tuner-20261202-171357"  # measured: no caveat line
