@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,14 @@ class ScenarioSet:
     name: str
     file: Path
     timed: bool
+    # How long a timed scenario of this set times each callable, where it differs from the
+    # task's [timing] (only the durations: SET_TIMING_KEYS); None: the task's.
+    timing: Timing | None = None
+
+
+# What a set may change of the task's timing: how long, never how (method, flush, perturbation,
+# rotation and peak stay the task's, so a set cannot time more leniently than another).
+SET_TIMING_KEYS = ("warmup_ms", "rep_ms", "min_reps", "max_reps")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +222,12 @@ class Task:
     def default_knobs(self) -> dict[str, int]:
         return {knob.name: knob.default for knob in self.knobs}
 
+    def timing_for(self, set_name: str | None) -> Timing:
+        """How a timed scenario of ``set_name`` is timed: its set's durations where the set
+        gives some, else the task's (also for a set the task does not name: random, files)."""
+        spec = self.sets.get(set_name) if set_name is not None else None
+        return spec.timing if spec is not None and spec.timing is not None else self.timing
+
     def scenarios(self, set_name: str) -> list[Scenario]:
         """The expanded scenarios of a named set (cached: the files do not change mid-run)."""
         if set_name not in self.sets:
@@ -353,10 +367,13 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
         for entry in raw.get("float", [])
     )
 
+    timing = _timing(raw.get("timing", {}), path, tuple(tensors))
     sets = {}
     for set_name, entry in _require(raw, "sets", path, dict).items():
+        _no_unknown_keys(entry, {"file", "timed", "timing"}, path, f"set {set_name!r}")
         file = _existing(directory, entry["file"], path, f"scenario file of set {set_name!r}")
-        sets[set_name] = ScenarioSet(set_name, file, bool(entry.get("timed", False)))
+        set_timing = _set_timing(entry.get("timing"), timing, path, set_name)
+        sets[set_name] = ScenarioSet(set_name, file, bool(entry.get("timed", False)), set_timing)
     objective = raw.get("objective", {})
     objective_sets = tuple(objective.get("sets", list(sets)))
     for set_name in objective_sets:
@@ -434,7 +451,7 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
             driver_functions=tuple(deps.get("driver_functions", [])),
             allowed_symbols=tuple(deps.get("allowed_symbols", [])),
         ),
-        timing=_timing(raw.get("timing", {}), path, tuple(tensors)),
+        timing=timing,
     )
 
 
@@ -465,6 +482,30 @@ def _timing(raw: dict[str, Any], path: Path, tensors: tuple[TensorSpec, ...]) ->
             f"{path}: [timing] method {timing.method!r} is not one of {', '.join(TIMING_METHODS)}"
         )
     return timing
+
+
+def _set_timing(raw: Any, task_timing: Timing, path: Path, set_name: str) -> Timing | None:
+    """A set's own durations over the task's timing (``timing = { rep_ms = 20, ... }``)."""
+    if raw is None:
+        return None
+    where = f"{path}: set {set_name!r}: timing"
+    if not isinstance(raw, dict):
+        raise TaskError(f"{where} must be a table of durations ({', '.join(SET_TIMING_KEYS)})")
+    unknown = sorted(set(raw) - set(SET_TIMING_KEYS))
+    if unknown:
+        raise TaskError(
+            f"{where}: {', '.join(unknown)} cannot be set per set (only "
+            f"{', '.join(SET_TIMING_KEYS)}: how a set is timed is the task's)"
+        )
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise TaskError(f"{where}: {key} must be a positive number")
+        if key.endswith("_reps") and not isinstance(value, int):
+            raise TaskError(f"{where}: {key} must be a whole number")
+    merged = replace(task_timing, **raw)
+    if merged.min_reps > merged.max_reps:
+        raise TaskError(f"{where}: min_reps {merged.min_reps} exceeds max_reps {merged.max_reps}")
+    return merged
 
 
 def _random_rule(

@@ -210,6 +210,23 @@ def test_the_peers_warm_up_calls_each_peer_at_every_head_dim(task) -> None:
     ]
 
 
+def test_the_quick_set_times_for_its_own_shorter_runs(task, tmp_path: Path) -> None:
+    # bench-s2048-d64-c0 takes the starting kernel about 10 ms a call (H200, 2026-12-02): the
+    # quick set's 20 ms runs give it the minimum of 3 samples, the task's 100 ms about ten.
+    name = "bench-s2048-d64-c0"
+    quick = evaluate(task, task.source, sets=["quick"], random_count=0, compare=False)
+    (short,) = [s for s in quick.scenarios if s.name == name]
+    alone = tmp_path / "one.toml"
+    scenario = next(s for s in task.scenarios("bench") if s.name == name)
+    fields = "\n".join(f"{k} = {v}" for k, v in scenario.fields.items())
+    alone.write_text(f'[[scenario]]\nname = "{name}"\n{fields}\n')
+    full = evaluate(task, task.source, scenarios_file=alone, compare=False)
+    (long,) = full.scenarios
+    assert short.passed and long.passed, (short.reasons, long.reasons)
+    assert short.samples is not None and long.samples is not None
+    assert short.samples < long.samples, (short.samples, long.samples)
+
+
 def test_a_knob_changes_the_build_and_still_passes(task) -> None:
     result = _small(task, task.source, knobs={"BLOCK_N": 32})
     assert result.verdict == "pass", result.reasons

@@ -199,3 +199,26 @@ def test_flush_size_is_the_judges_rule_unless_set(tmp_path: Path) -> None:
     (tmp_path / "bad").mkdir()
     with pytest.raises(TaskError, match="flush_mb"):
         load_task(_task_copy(tmp_path / "bad", 'perturb = ["q"] => perturb = ["q"]\nflush_mb = 0'))
+
+
+def test_a_set_may_time_for_less_long_but_never_differently(tmp_path: Path) -> None:
+    task = load_task(TASK_DIR)
+    quick = task.timing_for("quick")
+    assert (quick.warmup_ms, quick.rep_ms) == (5, 20)  # the agent's loop: shorter runs
+    assert task.timing_for("bench") is task.timing  # the objective's: do_bench's durations
+    assert task.timing_for("random") is task.timing and task.timing_for(None) is task.timing
+    same = {"method", "perturb", "flush_mb", "max_tflops", "turn_run", "rotate_l2_multiple"}
+    assert all(getattr(quick, key) == getattr(task.timing, key) for key in same)
+    quick_line = "timing = { warmup_ms = 5, rep_ms = 20 }"
+    refused = {
+        'timing = { method = "batched" }': "method cannot be set per set",
+        "timing = { rep_ms = 0 }": "rep_ms must be a positive number",
+        "timing = { min_reps = 2.5 }": "min_reps must be a whole number",
+        "timing = { min_reps = 50, max_reps = 10 }": "min_reps 50 exceeds max_reps 10",
+        "timing = 20": "must be a table of durations",
+        "timinq = { rep_ms = 20 }": "unknown key",
+    }
+    for n, (line, message) in enumerate(refused.items()):
+        (tmp_path / str(n)).mkdir()
+        with pytest.raises(TaskError, match=message):
+            load_task(_task_copy(tmp_path / str(n), f"{quick_line} => {line}"))

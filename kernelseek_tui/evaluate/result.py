@@ -46,6 +46,7 @@ class ScenarioResult:
     timing_notes: list[str] = field(default_factory=list)
     # (p90 - p10) / median of the candidate's timed calls in this run: how noisy ``ms`` is.
     spread: float | None = None
+    samples: int | None = None  # how many timed samples of the candidate ``ms`` is the median of
     wall_s: float | None = None  # how long judging this scenario took, everything included
     # With pair_with (api.evaluate): the best-so-far kernel's time, timed interleaved with the
     # candidate's calls, and each round's best_ms / candidate_ms (evaluate/paired.py).

@@ -44,7 +44,7 @@ from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls, time_interleaved
-from kernelseek_tui.task import Task, TensorSpec, load_task
+from kernelseek_tui.task import Task, TensorSpec, Timing, load_task
 
 
 class FatalError(Exception):
@@ -300,6 +300,9 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     for name, why in absent.items():
         result.peers[name] = PeerTiming(name=name, absent=why)
     peer_stats: dict[str, TimingStats] = {}
+    # The scenario's set may time for less long than the task (a quick set); how it times, and
+    # the starting kernel's cached timing, stay the task's.
+    timing = task.timing_for(scenario["set"])
     try:
         if task.timing.method == "flushed" and (ev.paired is not None or peer_calls):
             # Candidate, best-so-far and peers in turn, one sample of each per round: every
@@ -325,7 +328,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
             calls.extend(peer_calls)
             hooks.extend([None] * len(peer_calls))
             in_turn = time_interleaved(
-                cp, ev.stream, calls, n_sets, task.timing, after_warmup=after_warmup, hooks=hooks
+                cp, ev.stream, calls, n_sets, timing, after_warmup=after_warmup, hooks=hooks
             )
             stats = in_turn.stats[0]
             if paired is not None:
@@ -335,7 +338,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
                 peer_stats[peer.name] = in_turn.stats[first_peer + k]
         else:
             stats = time_calls(
-                cp, ev.stream, call, n_sets, task.timing, after_warmup=refill, hooks=watch
+                cp, ev.stream, call, n_sets, timing, after_warmup=refill, hooks=watch
             )
     except LaunchFailed:
         result.passed = False
@@ -360,6 +363,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     result.passed = True
     result.ms = stats.median_ms
     result.spread = stats.spread
+    result.samples = len(stats.samples_ms)
     flops = float(ev.flops(fields)) if ev.flops else None
     if flops:
         result.tflops = flops / (stats.median_ms * 1e-3) / 1e12
@@ -373,7 +377,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     progress("peers")
     for peer in peer_calls:
         result.peers[peer.name] = _time_peer(
-            ev, peer, n_sets, peer_stats.get(peer.name), set0_reference, flops
+            ev, peer, n_sets, peer_stats.get(peer.name), set0_reference, flops, timing
         )
     return result
 
@@ -719,16 +723,18 @@ def _time_peer(
     stats: TimingStats | None,
     reference: dict[str, Any],
     flops: float | None,
+    timing: Timing,
 ) -> PeerTiming:
     """One peer's timing (``stats``: its samples from the candidate's interleaved run; None: timed
-    alone now), and its outputs on set 0 judged against ``reference``, that set's reference."""
-    cp, task = ev.cp, ev.task
+    alone now, for as long as ``timing`` says), and its outputs on set 0 judged against
+    ``reference``, that set's reference."""
+    cp = ev.cp
     try:
         outputs = peer.run_once(0)
         ev.sync(f"peer {peer.name}")
         notes = _peer_check(ev, peer.name, outputs, reference)
         if stats is None:
-            stats = time_calls(cp, ev.stream, peer, n_sets, task.timing)
+            stats = time_calls(cp, ev.stream, peer, n_sets, timing)
             ev.sync(f"peer {peer.name}")
     except FatalError:
         raise
@@ -738,10 +744,10 @@ def _time_peer(
         )
     if peer.error is not None:
         return PeerTiming(name=peer.name, absent=peer.error)
-    timing = PeerTiming(name=peer.name, ms=stats.median_ms, notes=notes)
+    measured = PeerTiming(name=peer.name, ms=stats.median_ms, notes=notes)
     if flops:
-        timing.tflops = flops / (stats.median_ms * 1e-3) / 1e12
-    return timing
+        measured.tflops = flops / (stats.median_ms * 1e-3) / 1e12
+    return measured
 
 
 def _peer_check(
