@@ -66,6 +66,13 @@ def test_sm90_builds_under_the_rule_and_links_the_driver(task, stub_libcuda) -> 
     assert "libcuda.so.1" in _needed(result.library)
 
 
+def test_sm90_with_the_dynamic_scheduler_builds_under_the_rule(task, stub_libcuda) -> None:
+    # Its tile counter is a __device__ variable, registered by nvcc's own glue (__cuda*).
+    source = "#define SM90_DYNAMIC_CAUSAL 1\n" + (TASK_DIR / "sm90.cu").read_text()
+    result = build(source, rule=task.dependency_rule, extra_flags=task.nvcc_flags)
+    assert result.ok, result.reasons
+
+
 def test_a_candidate_without_driver_calls_does_not_link_the_driver(task, stub_libcuda) -> None:
     result = build(HEADER + ENTRY % "return 0;", rule=task.dependency_rule)
     assert result.ok, result.reasons

@@ -28,8 +28,9 @@ from kernelseek_tui.task import load_task
 TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd"
 FUNCTION = re.compile(r"Function : (\S+)")
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);")
-# (head dim, key-tile width, consumer warpgroups) of each instantiation.
-INSTANCE = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)ELi(\d+)E")
+# (head dim, key-tile width, consumer warpgroups) of each instantiation, and whether it is the
+# dynamic scheduler's (SM90_DYNAMIC_CAUSAL).
+INSTANCE = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)ELi(\d+)E(?:Lb([01])E)?")
 
 
 def cuobjdump() -> str | None:
@@ -50,10 +51,11 @@ pytestmark = [
 
 
 def sass_by_kernel(
-    tmp_path: Path, defines: dict[str, int]
+    tmp_path: Path, defines: dict[str, int], *, dynamic: bool = False
 ) -> dict[tuple[int, int, int], list[str]]:
     """The kernel built as the judge builds it (sm_90a), disassembled: instructions per
-    (head dim, key-tile width, consumers) instantiation."""
+    (head dim, key-tile width, consumers) instantiation; with ``dynamic``, the dynamic
+    scheduler's instantiations instead of the others."""
     task = load_task(TASK_DIR, "sm90.cu")
     tmp_path.mkdir(parents=True, exist_ok=True)
     cubin = tmp_path / "k.cubin"
@@ -85,7 +87,8 @@ def sass_by_kernel(
         function = FUNCTION.search(line)
         if function:
             dims = INSTANCE.search(function.group(1))
-            key = (int(dims[1]), int(dims[2]), int(dims[3])) if dims else None
+            wanted = dims is not None and (dims[4] == "1") == dynamic
+            key = (int(dims[1]), int(dims[2]), int(dims[3])) if dims and wanted else None
             current = kernels.setdefault(key, []) if key else None
             continue
         instruction = INSTRUCTION.search(line)
@@ -179,3 +182,27 @@ def test_a_loop_for_unmasked_and_one_for_masked_tiles_keep_the_overlap_and_the_d
         each = exponentials_under_pv_per_loop(instructions)
         assert len(each) == 2 and min(each) >= key[1] // 2, (key, each)
         assert uniform_instructions(instructions) >= 0.9 * uniform_instructions(single[key]), key
+
+
+def test_the_dynamic_scheduler_keeps_the_steady_loop(tmp_path: Path) -> None:
+    """SM90_DYNAMIC_CAUSAL adds kernels that take their tiles from a counter (causal launches);
+    their steady loop is the static kernels' own: the softmax under P V, and the uniform
+    datapath (the tile index read from shared memory is taken from lane 0)."""
+    static = sass_by_kernel(tmp_path / "static", {})
+    dynamic = sass_by_kernel(tmp_path / "dynamic", {"SM90_DYNAMIC_CAUSAL": 1}, dynamic=True)
+    assert dynamic.keys() == static.keys()
+    for key, instructions in dynamic.items():
+        assert exponentials_under_pv(instructions) >= key[1] // 2, key
+        assert "ATOMG" in " ".join(instructions) or "RED" in " ".join(instructions), key
+    for key, instructions in dynamic.items():
+        # Without the __syncwarp after the slot's read: 2 of d128 causal's 58 were left.
+        assert steady_uniform(instructions) >= 0.9 * steady_uniform(static[key]), key
+
+
+def steady_uniform(instructions: list[str]) -> int:
+    """Uniform-datapath instructions from the wait for S_j back to the step's first wgmma
+    arrive: the part of the steady loop every step runs."""
+    wait = next(i for i, t in enumerate(instructions) if text_ends(t, "0x1"))
+    start = max(i for i, t in enumerate(instructions[:wait]) if "WARPGROUP.ARRIVE" in t)
+    start = max(i for i, t in enumerate(instructions[:start]) if "WARPGROUP.ARRIVE" in t)
+    return uniform_instructions(instructions[start:wait])

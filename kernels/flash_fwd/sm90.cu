@@ -129,6 +129,18 @@ constexpr bool kPersistent = SM90_PERSISTENT != 0;  // one CTA per SM walks the 
 // without it, a causal grid has one CTA per tile and the hardware hands the next tile to
 // whichever SM frees first (measured better than a static deal that leaves SMs uneven).
 constexpr bool kCausalPersistent = kPersistent && SM90_CAUSAL_PERSISTENT != 0;
+#ifndef SM90_DYNAMIC_CAUSAL
+#define SM90_DYNAMIC_CAUSAL 0
+#endif
+// 1: a causal grid is persistent on every SM, and after its first tile each CTA takes the next
+// one in decode_tile's order (head groups, longest query blocks first) from a counter in global
+// memory, whenever it is free, as FA3's causal scheduler does; 0: the static deal of whole head
+// groups (or one CTA per tile). The static deal leaves SMs idle where 132 is not a multiple of
+// the query blocks (128 of 132 at d128 causal 1k-16k), and dealing it over all 132 (v22f)
+// unbalanced it: counted per CTA (key tiles + 1 a tile), v21's deal ends 1.031x after the
+// ideal on 132 SMs, v22f's 1.41-1.75x (it lost 25-42%, measured), a dynamic hand-out 1.002-1.009x.
+// Not measured yet.
+constexpr bool kDynamicCausal = SM90_DYNAMIC_CAUSAL != 0;
 #ifndef SM90_PERSISTENT_MAX_KEY_TILES
 #define SM90_PERSISTENT_MAX_KEY_TILES 0
 #endif
@@ -202,7 +214,9 @@ struct Shape {
     static constexpr int kBarrierOffset = kVOffset + kStages * kKVBytes;
     static constexpr int kBarriers = 2 + 4 * kStages;
     // +1024: the dynamic shared memory base is only 16-byte aligned; the kernel rounds it up.
-    static constexpr int kSmemBytes = kBarrierOffset + 8 * kBarriers + 1024;
+    // The dynamic scheduler's slot: the producer's next tile for the consumers (8 bytes).
+    static constexpr int kSlotOffset = kBarrierOffset + 8 * kBarriers;
+    static constexpr int kSmemBytes = kSlotOffset + 8 + 1024;
     static_assert(kSmemBytes <= 227 * 1024, "tile does not fit in shared memory");
 };
 
@@ -653,6 +667,33 @@ __device__ __forceinline__ Tile decode_tile(int index, int m_blocks, int nheads,
     return {index % m_blocks, bh % nheads, bh / nheads};
 }
 
+// The dynamic scheduler's counters (SM90_DYNAMIC_CAUSAL): [0] tiles handed out after the first
+// round, [1] CTAs whose producer has taken its last. The last such CTA zeroes both, so every
+// launch starts from zero: launches on one stream run one after another. Two launches of this
+// library at once (two streams) would share the counters: the knob assumes one at a time, as
+// the judge calls a candidate.
+__device__ unsigned int g_dynamic_tiles[2];
+
+__device__ __forceinline__ int next_dynamic_tile() {
+    return static_cast<int>(gridDim.x + atomicAdd(&g_dynamic_tiles[0], 1u));
+}
+
+__device__ __forceinline__ void dynamic_tiles_done() {
+    if (atomicAdd(&g_dynamic_tiles[1], 1u) == gridDim.x - 1) {
+        atomicExch(&g_dynamic_tiles[0], 0u);
+        atomicExch(&g_dynamic_tiles[1], 0u);
+    }
+}
+
+__device__ __forceinline__ void st_shared(uint32_t addr, int value) {
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(value) : "memory");
+}
+__device__ __forceinline__ int ld_shared(uint32_t addr) {
+    int value;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(value) : "r"(addr) : "memory");
+    return value;
+}
+
 // The tile a CTA takes in its round r: rounds of gridDim.x tiles, dealt left to right in even
 // rounds and right to left in odd ones, so that with causal tiles (longest first) every CTA's
 // sum of work comes out about even.
@@ -670,7 +711,7 @@ __device__ __forceinline__ int key_blocks(const Params& p, int m0) {
     return n_end > 0 ? (n_end + BN - 1) / BN : 0;
 }
 
-template <int HEADDIM, int BLOCK_N, int CONSUMERS>
+template <int HEADDIM, int BLOCK_N, int CONSUMERS, bool DYNAMIC>
 __global__ void __launch_bounds__(Shape<HEADDIM, BLOCK_N, CONSUMERS>::kThreads, 1)
 flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                const __grid_constant__ CUtensorMap tm_v, const Params p) {
@@ -693,6 +734,14 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const uint32_t v_full = k_full + 8 * STAGES;
     const uint32_t k_empty = v_full + 8 * STAGES;
     const uint32_t v_empty = k_empty + 8 * STAGES;
+    const uint32_t tile_slot = base + S::kSlotOffset;  // the dynamic scheduler's next tile
+    // DYNAMIC (causal launches with SM90_DYNAMIC_CAUSAL): tiles from the counter. A template
+    // parameter, not p.causal at run time: the test of it in both loops cost registers enough
+    // for ptxas to spill in the producer and in d128's consumers.
+    constexpr bool dynamic = DYNAMIC;
+    // Its producer needs 32 registers (at 24 ptxas spilled 44-64 bytes); with two consumers at
+    // 240 that is the whole register file (32 x 128 + 240 x 256 = 64K).
+    constexpr int kProducerRegs = DYNAMIC ? 32 : S::kProducerRegs;
 
     const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
     const int tiles = m_blocks * p.nheads * p.batch;
@@ -715,21 +764,24 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const int warpgroup = threadIdx.x / kWarpgroupThreads;
     if (warpgroup == 0) {
         // ---------------- producer ----------------
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(S::kProducerRegs));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kProducerRegs));
         if (threadIdx.x == 0) {
             int kv = 0;       // K/V tiles loaded so far, over every work tile: the ring position
             int q_loads = 0;  // Q tiles loaded so far
-            for (int round = 0; tile_of_round(round) < tiles; ++round) {
+            // One work tile's loads. Two loops call it, static and dynamic, so that neither
+            // holds the other's state (one loop for both spilled a counter at d256).
+            auto produce = [&](const int index) {
                 const Tile tile =
-                    decode_tile(tile_of_round(round), m_blocks, p.nheads, p.batch, p.causal,
-                                p.causal_group);
+                    decode_tile(index, m_blocks, p.nheads, p.batch, p.causal, p.causal_group);
                 const int m0 = tile.m_block * kBlockM;
                 const int n_blocks = key_blocks<kBlockM, BN>(p, m0);
-                if (n_blocks == 0) continue;  // its rows see no key: no Q, no K, no V
+                if (n_blocks == 0) return;  // its rows see no key: no Q, no K, no V
                 const int kv_head = tile.head / p.group;
-                // Q's buffer is free once every consumer's last S of the previous tile is done.
+                // Q's buffer is free once every consumer's last S of the previous tile is done
+                // (and with it the slot: each consumer reads it before its first S).
                 if (q_loads > 0) mbar_wait(q_empty, (q_loads - 1) & 1);
                 ++q_loads;
+                if (dynamic) st_shared(tile_slot, index);  // published by q_full's arrival
                 mbar_expect_tx(q_full, S::kQBytes);
 #pragma unroll
                 for (int ch = 0; ch < S::kChunks; ++ch)
@@ -751,6 +803,19 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                         tma_load(v_smem + s * S::kKVBytes + ch * BN * kRowBytes, &tm_v,
                                  v_full + 8 * s, ch * kChunk, kv_head, j * BN, tile.batch);
                 }
+            };
+            if (!dynamic) {
+                for (int round = 0; tile_of_round(round) < tiles; ++round)
+                    produce(tile_of_round(round));
+            } else {
+                // The CTA's own first tile, then each next one from the counter.
+                for (int index = blockIdx.x; index < tiles; index = next_dynamic_tile())
+                    produce(index);
+                // The end, told through the same slot and barrier: -1, with no bytes to wait for.
+                if (q_loads > 0) mbar_wait(q_empty, (q_loads - 1) & 1);
+                st_shared(tile_slot, -1);
+                mbar_arrive(q_full);
+                dynamic_tiles_done();
             }
         }
         return;
@@ -784,9 +849,24 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     // the steady loop's addresses on the uniform datapath only in code it can prove converged,
     // and a thread-dependent branch in the loop cost v9 every uniform instruction of the
     // steady loop (32 R2UR moves per step instead of 8).
-    for (int round = 0; tile_of_round(round) < tiles; ++round) {
-        const Tile tile = decode_tile(tile_of_round(round), m_blocks, p.nheads, p.batch,
-                                      p.causal, p.causal_group);
+    for (int round = 0;; ++round) {
+        int index;
+        if (dynamic) {
+            // The producer's slot, once Q of that tile (or the end) has arrived; taken from lane
+            // 0 so that ptxas can prove it warp-uniform (the loops' bounds come from it), and
+            // with the warp reconverged after the wait's spin: without the __syncwarp the
+            // steady loop lost its uniform datapath (58 uniform instructions to 2 at d128
+            // causal, R2UR 16 to 48).
+            mbar_wait(q_full, q_loads & 1);
+            index = __shfl_sync(0xffffffffu, ld_shared(tile_slot), 0);
+            __syncwarp();
+            if (index < 0) break;
+        } else {
+            index = tile_of_round(round);
+            if (index >= tiles) break;
+        }
+        const Tile tile =
+            decode_tile(index, m_blocks, p.nheads, p.batch, p.causal, p.causal_group);
         const int m0 = tile.m_block * kBlockM;
         const int n_blocks = key_blocks<kBlockM, BN>(p, m0);
         const int row0 = m0 + wg * 64 + warp * 16 + g;
@@ -815,7 +895,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         // ptxas serialise every wgmma of the kernel (C7520). A query tile that sees no key
         // (causal, seqlen_q > seqlen_k) runs none of them, nor takes any turn.
         if (n_wg > 0) {
-            mbar_wait(q_full, q_loads & 1);
+            if (!dynamic) mbar_wait(q_full, q_loads & 1);  // dynamic: waited for above
             ++q_loads;
             const int s0 = kv % STAGES;
             mbar_wait(k_full + 8 * s0, (kv / STAGES) & 1);
@@ -899,7 +979,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             // and its release of each K, V and Q buffer, each only once that buffer holds this
             // tile's data (an earlier arrival would count towards the previous fill's release).
             if (n_wg == 0 && n_blocks > 0) {
-                mbar_wait(q_full, q_loads & 1);
+                if (!dynamic) mbar_wait(q_full, q_loads & 1);
                 ++q_loads;
                 wait_turn(wg);
                 pass_turn<kConsumers>(wg);
@@ -993,6 +1073,9 @@ Grid grid_for(int tiles, int m_blocks, int key_tiles, bool causal) {
         return per_tile;
     const int ctas = sms[device];
     if (!causal) return {tiles < ctas ? tiles : ctas, 1};
+    // Dynamic: every SM, tiles in groups of heads about one grid's worth of query blocks (the
+    // K and V in flight at once stay those of a few heads, as in the static deal).
+    if (kDynamicCausal) return {tiles < ctas ? tiles : ctas, ctas / m_blocks > 1 ? ctas / m_blocks : 1};
     const int per_group = ctas / m_blocks;
     const int whole = per_group * m_blocks;
     if (per_group == 0 || (ctas - whole) * 20 > ctas) return per_tile;
@@ -1009,13 +1092,19 @@ int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStrea
         encode_map(&tm_k, tensors[1], HEADDIM, nheads_kv, p.seqlen_k, p.batch, S::kBlockN) &&
         encode_map(&tm_v, tensors[2], HEADDIM, nheads_kv, p.seqlen_k, p.batch, S::kBlockN);
     if (!encoded) return 3;
-    static bool configured = false;  // the opt-in shared-memory size, once per process
-    if (!configured) {
-        if (cudaFuncSetAttribute(flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+    // The dynamic scheduler's kernel is built only with its knob (and used for causal grids).
+    const bool dynamic = kDynamicCausal && p.causal;
+    static bool configured[2] = {false, false};  // the opt-in shared-memory size, once per kernel
+    if (!configured[dynamic]) {
+        const void* kernel = dynamic
+                                 ? reinterpret_cast<const void*>(
+                                       flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, kDynamicCausal>)
+                                 : reinterpret_cast<const void*>(
+                                       flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, false>);
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  S::kSmemBytes) != cudaSuccess)
             return 4;
-        configured = true;
+        configured[dynamic] = true;
     }
     const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
     const long long tiles = static_cast<long long>(m_blocks) * p.nheads * p.batch;
@@ -1024,8 +1113,12 @@ int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStrea
     const Grid grid = grid_for(static_cast<int>(tiles), m_blocks, key_tiles, p.causal);
     Params launch_params = p;
     launch_params.causal_group = grid.causal_group;
-    flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS>
-        <<<grid.ctas, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, launch_params);
+    if (dynamic)
+        flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, kDynamicCausal>
+            <<<grid.ctas, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, launch_params);
+    else
+        flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, false>
+            <<<grid.ctas, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, launch_params);
     return cudaGetLastError() == cudaSuccess ? 0 : 5;
 }
 
