@@ -9,8 +9,10 @@ ideal (all the work spread evenly on every SM), for
   whole head groups (`sms // m_blocks` heads of `m_blocks` query blocks each, longest first),
   rounds dealt left to right then right to left, where that leaves at most 1 SM in 20 idle;
 - `all SMs, static`: the same order dealt over every SM (the v22f variant);
-- `dynamic`: every SM, each CTA taking the next tile in that order when it is free
-  (SM90_DYNAMIC_CAUSAL), modelled as longest-first onto the least-loaded CTA.
+- `dynamic`: every SM, each CTA's first tile its own, then each next tile in that order to the
+  CTA that frees first (SM90_DYNAMIC_CAUSAL), with its head groups as grid_for sizes them (K
+  and V of a group about 32 MiB), and, for comparison, with groups of one grid's worth of query
+  blocks (`sms // m_blocks` heads, the static deal's).
 
     python3 scripts/causal_deal.py [--sms 132]
 
@@ -43,11 +45,19 @@ def static_deal(grid: int, m_blocks: int, heads: int, per_group: int, cost) -> f
     return max(work)
 
 
-def dynamic_deal(grid: int, m_blocks: int, heads: int, cost) -> float:
-    loads = [0.0] * grid
-    for tile_cost in sorted((cost(m) for m in range(m_blocks) for _ in range(heads)), reverse=True):
-        heapq.heappush(loads, heapq.heappop(loads) + tile_cost)
+def dynamic_deal(sms: int, m_blocks: int, heads: int, per_group: int, cost) -> float:
+    tiles = m_blocks * heads
+    grid = min(tiles, sms)
+    loads = [cost(decode(cta, m_blocks, heads, per_group)) for cta in range(grid)]
+    heapq.heapify(loads)
+    for index in range(grid, tiles):
+        heapq.heappush(
+            loads, heapq.heappop(loads) + cost(decode(index, m_blocks, heads, per_group))
+        )
     return max(loads)
+
+
+GROUP_BYTES = 32 << 20  # sm90.cu's kDynamicGroupBytes
 
 
 def main() -> int:
@@ -55,7 +65,8 @@ def main() -> int:
     parser.add_argument("--sms", type=int, default=132)
     args = parser.parse_args()
     sms = args.sms
-    print("shape            m_blocks heads  whole groups  all SMs, static  dynamic")
+    print("shape            m_blocks heads  whole groups  all SMs, static  dynamic  "
+          "dynamic, one-grid groups")  # fmt: skip
     for headdim, block_m, block_n in ((64, 192, 128), (128, 128, 128), (256, 128, 80)):
         for seqlen in (512, 1024, 2048, 4096, 8192, 16384):
             if headdim == 64 and seqlen <= 1024:
@@ -77,9 +88,11 @@ def main() -> int:
                 everywhere = f"{spread:.3f}"
             else:
                 grouped = everywhere = "(per tile)"
-            dynamic = dynamic_deal(sms, m_blocks, heads, cost) / ideal
+            by_bytes = max(1, min(heads, GROUP_BYTES // (2 * seqlen * headdim * 2)))
+            dynamic = dynamic_deal(sms, m_blocks, heads, by_bytes, cost) / ideal
+            one_grid = dynamic_deal(sms, m_blocks, heads, max(1, per_group), cost) / ideal
             print(f"d{headdim} causal {seqlen:>5}  {m_blocks:8d} {heads:5d}  {grouped:>12}"
-                  f"  {everywhere:>15}  {dynamic:7.3f}")  # fmt: skip
+                  f"  {everywhere:>15}  {dynamic:7.3f}  {one_grid:7.3f}")  # fmt: skip
     return 0
 
 

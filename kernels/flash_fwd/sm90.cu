@@ -1061,7 +1061,10 @@ bool encode_map(CUtensorMap* map, void* data, int headdim, int heads, int seqlen
 struct Grid {
     int ctas, causal_group;
 };
-Grid grid_for(int tiles, int m_blocks, int key_tiles, bool causal) {
+// The dynamic scheduler's head groups hold about this much K and V (FA3 sizes its groups so).
+constexpr long long kDynamicGroupBytes = 32ll << 20;
+
+Grid grid_for(int tiles, int m_blocks, int key_tiles, bool causal, long long kv_head_bytes) {
     const Grid per_tile{tiles, 1};
     if (!kPersistent || (causal && !kCausalPersistent)) return per_tile;
     if (!causal && kPersistentMaxKeyTiles > 0 && key_tiles > kPersistentMaxKeyTiles) return per_tile;
@@ -1073,9 +1076,17 @@ Grid grid_for(int tiles, int m_blocks, int key_tiles, bool causal) {
         return per_tile;
     const int ctas = sms[device];
     if (!causal) return {tiles < ctas ? tiles : ctas, 1};
-    // Dynamic: every SM, tiles in groups of heads about one grid's worth of query blocks (the
-    // K and V in flight at once stay those of a few heads, as in the static deal).
-    if (kDynamicCausal) return {tiles < ctas ? tiles : ctas, ctas / m_blocks > 1 ? ctas / m_blocks : 1};
+    // Dynamic: every SM, tiles in head groups whose K and V come to about kDynamicGroupBytes
+    // (they stay in L2 while the group runs), longest query blocks first within a group.
+    // Counted (scripts/causal_deal.py): groups so sized end as close to the ideal as groups of
+    // one grid's worth of query blocks, or closer, at every causal bench shape but d128 4k.
+    if (kDynamicCausal) {
+        const long long by_bytes = kDynamicGroupBytes / (kv_head_bytes > 0 ? kv_head_bytes : 1);
+        const int heads = tiles / m_blocks;
+        const int per_group =
+            by_bytes < 1 ? 1 : by_bytes > heads ? heads : static_cast<int>(by_bytes);
+        return {tiles < ctas ? tiles : ctas, per_group};
+    }
     const int per_group = ctas / m_blocks;
     const int whole = per_group * m_blocks;
     if (per_group == 0 || (ctas - whole) * 20 > ctas) return per_tile;
@@ -1110,7 +1121,9 @@ int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStrea
     const long long tiles = static_cast<long long>(m_blocks) * p.nheads * p.batch;
     if (tiles > 0x7fffffff) return 1;
     const int key_tiles = (p.seqlen_k + S::kBlockN - 1) / S::kBlockN;
-    const Grid grid = grid_for(static_cast<int>(tiles), m_blocks, key_tiles, p.causal);
+    const long long kv_head_bytes = 2ll * p.seqlen_k * HEADDIM * 2;  // K and V, bf16
+    const Grid grid =
+        grid_for(static_cast<int>(tiles), m_blocks, key_tiles, p.causal, kv_head_bytes);
     Params launch_params = p;
     launch_params.causal_group = grid.causal_group;
     if (dynamic)
