@@ -76,6 +76,8 @@ class KernelseekApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "kernelseek"
     ENABLE_COMMAND_PALETTE = True
+    # Stopping a session takes ctrl+x twice, the second press within this many seconds.
+    STOP_CONFIRM_S = 3.0
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -522,8 +524,9 @@ class KernelseekApp(App[None]):
             return
         if not self._stop_armed:
             self._stop_armed = True
-            self.notify("press ctrl+x again within 3 s to stop the session")
-            self.set_timer(3.0, self._disarm_stop)
+            window = self.STOP_CONFIRM_S
+            self.notify(f"press ctrl+x again within {window:g} s to stop the session")
+            self.set_timer(window, self._disarm_stop)
             return
         self._stop_armed = False
         send_control(self.session_dir, "stop")

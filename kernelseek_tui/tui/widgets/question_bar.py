@@ -67,6 +67,9 @@ class QuestionInput(Input):
 class QuestionBar(Widget):
     """Ask the live session's agent a question (see the module docstring)."""
 
+    # The countdown's clock (a test may hand an instance one that moves only when told).
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
     DEFAULT_CSS = """
     QuestionBar {
         dock: bottom;
@@ -148,7 +151,7 @@ class QuestionBar(Widget):
         self.trigger = trigger
         self.detail = detail
         self.wait_s = wait_s
-        self._deadline = time.monotonic() + wait_s if wait_s is not None else None
+        self._deadline = self.clock() + wait_s if wait_s is not None else None
         self._set_suggestions(suggestions)
         self._render_title()
         self._render_countdown()
@@ -195,7 +198,7 @@ class QuestionBar(Widget):
         """Seconds left before the repertoire answers (None without a countdown)."""
         if self._deadline is None:
             return None
-        return max(0.0, self._deadline - time.monotonic())
+        return max(0.0, self._deadline - self.clock())
 
     # -- actions and events ---------------------------------------------------------------
 
