@@ -95,9 +95,14 @@ constexpr bool kSoftmaxTree = SM90_SOFTMAX_TREE != 0;
 #define SM90_WAIT_HINT 0
 #endif
 // 1: mbarrier waits carry a suspend-time hint (the warp sleeps until the phase flips, up to the
-// hint); 0: no hint. ncu at d128 8k (2026-12-03) counted about 30M barrier polls and as many
-// branches back, ~11% of the instructions executed (FA3: 3M). Not measured yet.
-constexpr bool kWaitHint = SM90_WAIT_HINT != 0;
+// hint); 2: only the producer's (for a free buffer), the consumers' waits for data spin as
+// before; 0: no hint. ncu at d128 8k (2026-12-03) counted about 30M barrier polls and as many
+// branches back, ~11% of the instructions executed (FA3: 3M); at d128 causal 4k (2026-12-04)
+// 14.4 M of 36 M instructions outside the step, most of them the producer's waits for K.
+// Value 1 measured once by do_bench alone (no gain beyond 1.4%); 2 not measured.
+static_assert(SM90_WAIT_HINT >= 0 && SM90_WAIT_HINT <= 2, "SM90_WAIT_HINT: 0, 1 or 2");
+constexpr bool kWaitHint = SM90_WAIT_HINT == 1;
+constexpr bool kProducerWaitHint = SM90_WAIT_HINT != 0;
 #ifndef SM90_SKIP_UNSEEN
 #define SM90_SKIP_UNSEEN 1
 #endif
@@ -249,8 +254,11 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
+// HINT: whether the wait sleeps on a suspend-time hint or spins (the producer's waits pass
+// kProducerWaitHint).
+template <bool HINT = kWaitHint>
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    if constexpr (kWaitHint) {
+    if constexpr (HINT) {
         // A time limit (ns) to suspend for: the warp sleeps until the phase completes instead of
         // spinning (a spinning warp takes issue slots from the consumer warps on its scheduler).
         asm volatile(
@@ -779,7 +787,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                 const int kv_head = tile.head / p.group;
                 // Q's buffer is free once every consumer's last S of the previous tile is done
                 // (and with it the slot: each consumer reads it before its first S).
-                if (q_loads > 0) mbar_wait(q_empty, (q_loads - 1) & 1);
+                if (q_loads > 0) mbar_wait<kProducerWaitHint>(q_empty, (q_loads - 1) & 1);
                 ++q_loads;
                 if (dynamic) st_shared(tile_slot, index);  // published by q_full's arrival
                 mbar_expect_tx(q_full, S::kQBytes);
@@ -790,13 +798,13 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                 for (int j = 0; j < n_blocks; ++j, ++kv) {
                     const int s = kv % STAGES;
                     const uint32_t parity = ((kv / STAGES) & 1) ^ 1;  // a fresh barrier passes 1
-                    mbar_wait(k_empty + 8 * s, parity);
+                    mbar_wait<kProducerWaitHint>(k_empty + 8 * s, parity);
                     mbar_expect_tx(k_full + 8 * s, S::kKVBytes);
 #pragma unroll
                     for (int ch = 0; ch < S::kChunks; ++ch)
                         tma_load(k_smem + s * S::kKVBytes + ch * BN * kRowBytes, &tm_k,
                                  k_full + 8 * s, ch * kChunk, kv_head, j * BN, tile.batch);
-                    mbar_wait(v_empty + 8 * s, parity);
+                    mbar_wait<kProducerWaitHint>(v_empty + 8 * s, parity);
                     mbar_expect_tx(v_full + 8 * s, S::kKVBytes);
 #pragma unroll
                     for (int ch = 0; ch < S::kChunks; ++ch)
@@ -812,7 +820,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                 for (int index = blockIdx.x; index < tiles; index = next_dynamic_tile())
                     produce(index);
                 // The end, told through the same slot and barrier: -1, with no bytes to wait for.
-                if (q_loads > 0) mbar_wait(q_empty, (q_loads - 1) & 1);
+                if (q_loads > 0) mbar_wait<kProducerWaitHint>(q_empty, (q_loads - 1) & 1);
                 st_shared(tile_slot, -1);
                 mbar_arrive(q_full);
                 dynamic_tiles_done();
