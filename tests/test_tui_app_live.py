@@ -130,3 +130,28 @@ async def test_the_bar_closes_when_the_repertoire_answers_first(tmp_path: Path) 
             writer.flush()
             await wait_until(pilot, lambda: not bar.is_open)
         assert not (session_dir / "inbox.jsonl").exists()
+
+
+async def test_the_header_s_refresh_outlives_another_screen_and_the_header_itself(
+    tmp_path: Path,
+) -> None:
+    # The header is refreshed every second from the main screen, also under another screen;
+    # and a tick after the widgets are gone (the app shutting down) must not raise: one did,
+    # failing a test run's exit with NoMatches.
+    from kernelseek_tui.tui.screens.query import QueryScreen
+    from kernelseek_tui.tui.widgets.header import SessionHeader
+
+    demo = unpacked_demo(tmp_path / "demo")
+    session_dir = make_live_copy(demo, tmp_path / "live")
+    app = KernelseekApp(session_dir, live=True, traces_root=tmp_path / "live")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_until(pilot, lambda: app.data is not None)
+        await pilot.press("colon")
+        await wait_until(pilot, lambda: isinstance(app.screen, QueryScreen))
+        await pilot.pause(2.5)  # two of the header's refreshes
+        assert isinstance(app.screen, QueryScreen) and app.is_running
+        await pilot.press("escape")
+        await pilot.pause(1.5)
+        assert app.is_running
+        await app.query_one(SessionHeader).remove()
+        app._refresh_header()  # as a tick during the shutdown would
