@@ -23,6 +23,8 @@ PEERS = ("fa3", "cudnn")
 NOT_KERNELS = ("max_abs_diff_vs_fa3",)  # fa_bench's other float columns
 
 
+# Not fa_bench's geomean: importing benchmarks.fa_bench needs the repository on PYTHONPATH
+# (scripts/gpu_env.sh sets it on the GPU box), and this file is read where the JSON comes back.
 def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 

@@ -4,12 +4,14 @@ And the SQL box only reads, and only under the traces root."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -156,18 +158,26 @@ async def _run_runaway(app: Base | KernelseekApp, pilot: object) -> QueryScreen:
     return screen
 
 
+@contextlib.asynccontextmanager
+async def runaway_running(app: Base | KernelseekApp, pilot: object) -> AsyncIterator[QueryScreen]:
+    """The runaway query running on the app's query screen, ended on the way out whatever the
+    test found (``make_sure_it_ends``)."""
+    screen = await _run_runaway(app, pilot)
+    try:
+        yield screen
+    finally:
+        make_sure_it_ends(screen._store, screen._store_lock)
+
+
 @pytest.mark.anyio
 async def test_the_query_screen_stops_a_query_at_its_timeout(traces: Path) -> None:
     app = Base(traces, timeout_s=1.0)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        screen = await _run_runaway(app, pilot)
-        try:
+        async with runaway_running(app, pilot) as screen:
             await asyncio.wait_for(settle(pilot, rounds=1, grace_s=0), timeout=15)
             status = str(screen.query_one("#query-status", Static).render())
             assert status == "error: stopped: it ran longer than 1 s"
-        finally:
-            make_sure_it_ends(screen._store, screen._store_lock)
 
 
 @pytest.mark.anyio
@@ -175,15 +185,12 @@ async def test_leaving_the_query_screen_stops_its_query(traces: Path) -> None:
     app = Base(traces, timeout_s=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        screen = await _run_runaway(app, pilot)
-        try:
+        async with runaway_running(app, pilot) as screen:
             began = time.monotonic()
             await pilot.press("escape")
             await asyncio.wait_for(app.workers.wait_for_complete(), timeout=10)
             assert time.monotonic() - began < 5
             assert screen.last_error in (None, "stopped: the query screen was left")
-        finally:
-            make_sure_it_ends(screen._store, screen._store_lock)
 
 
 @pytest.mark.anyio
@@ -234,8 +241,7 @@ async def test_a_newer_query_stops_the_one_still_running(traces: Path) -> None:
     app = Base(traces, timeout_s=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        screen = await _run_runaway(app, pilot)
-        try:
+        async with runaway_running(app, pilot) as screen:
             began = time.monotonic()
             screen.run_sql("SELECT 42 AS answer")
             await asyncio.wait_for(settle(pilot, rounds=2, grace_s=0), timeout=10)
@@ -243,5 +249,3 @@ async def test_a_newer_query_stops_the_one_still_running(traces: Path) -> None:
             assert screen.last_error is None and not screen.running
             # The newer query's rows, not the runaway's failure.
             assert screen.results.table.column("answer").to_pylist() == [42]
-        finally:
-            make_sure_it_ends(screen._store, screen._store_lock)
