@@ -203,6 +203,9 @@ class Task:
     knobs: tuple[Knob, ...]
     dependency_rule: DependencyRule
     timing: Timing
+    # Where the kernels run while judged: "in-process" (loaded into the judge's worker) or
+    # "process" (each in a process of its own, evaluate/sandboxed_kernel.py).
+    isolation: str = "in-process"
     _scenario_cache: dict[str, list[Scenario]] = field(default_factory=dict, repr=False)
 
     @property
@@ -452,7 +455,17 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
             allowed_symbols=tuple(deps.get("allowed_symbols", [])),
         ),
         timing=timing,
+        isolation=_isolation(raw.get("isolation", "in-process"), path),
     )
+
+
+ISOLATIONS = ("in-process", "process")
+
+
+def _isolation(value: Any, path: Path) -> str:
+    if value not in ISOLATIONS:
+        raise TaskError(f"{path}: isolation must be one of {', '.join(ISOLATIONS)}, not {value!r}")
+    return str(value)
 
 
 TIMING_METHODS = ("flushed", "batched")
@@ -538,6 +551,7 @@ _TOP_KEYS = {
     "description",
     "source",
     "eval_timeout_s",
+    "isolation",
     "scenario_fields",
     "constraints",
     "tensor",

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate import api
 from kernelseek_tui.evaluate.build import build, static_check
 from kernelseek_tui.evaluate.check import check_output
@@ -306,3 +307,30 @@ def test_a_rate_above_the_device_peak_fails_the_scenario(task) -> None:
     assert beyond_peak(memoized, task.timing.max_tflops)
     assert memoized.passed is False
     assert "above the device's peak of 1000" in memoized.reasons[0]
+
+
+@needs_nvcc
+def test_the_isolation_reaches_the_worker_and_keys_the_starting_kernels_times(
+    task, monkeypatch, tmp_path
+) -> None:
+    # The stand-in worker reports what the request said, as the device's name.
+    _scripted_worker(
+        monkeypatch,
+        tmp_path,
+        """
+import json, sys
+req = json.loads(sys.stdin.read())
+name = req["isolation"] + "|" + req["baseline_key"]
+print(json.dumps({"type": "device", "name": name, "index": "0"}), flush=True)
+print(json.dumps({"type": "done"}), flush=True)
+""",
+    )
+    source = _source(tmp_path)
+    source.write_text(source.read_text() + "\n// a changed candidate\n")
+    default = api.evaluate(task, source, sets=["quick"]).device["name"]
+    isolated = api.evaluate(task, source, sets=["quick"], isolation="process").device["name"]
+    assert default.startswith("in-process|")
+    # A call timed across processes carries the hand-over: its cached times are its own.
+    assert isolated == "process|" + default.split("|")[1] + "-process"
+    with pytest.raises(KernelseekError, match="isolation must be one of"):
+        api.evaluate(task, source, sets=["quick"], isolation="container")

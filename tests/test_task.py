@@ -103,11 +103,21 @@ def _task_copy(tmp_path: Path, edit: str | None = None, append: str = "") -> Pat
         ('sets = ["correctness", "bench"] => sets = ["nope"]', "unknown set"),
         ('name = "flash_fwd" => name = 3', "wrong type"),
         ("values = [32, 64, 128]\ndefault = 64 => values = [32]\ndefault = 64", "default"),
+        (
+            'eval_timeout_s = 900 => eval_timeout_s = 900\nisolation = "container"',
+            "isolation must be one of in-process, process",
+        ),
     ],
 )
 def test_malformed_task_gives_one_clear_error(tmp_path: Path, edit: str, message: str) -> None:
     with pytest.raises(TaskError, match=message):
         load_task(_task_copy(tmp_path, edit))
+
+
+def test_a_task_may_run_its_kernels_in_processes_of_their_own(tmp_path: Path) -> None:
+    assert load_task(TASK_DIR).isolation == "in-process"
+    edit = 'eval_timeout_s = 900 => eval_timeout_s = 900\nisolation = "process"'
+    assert load_task(_task_copy(tmp_path, edit)).isolation == "process"
 
 
 def test_perturbed_inputs_are_named_inputs(tmp_path: Path) -> None:

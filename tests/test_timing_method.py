@@ -222,3 +222,25 @@ def test_without_hooks_nothing_changes() -> None:
     )
     assert a.samples_ms == b.samples_ms
     assert [e for e in hooked.log if not e.startswith(("before", "after", "plan"))] == plain.log
+
+
+def test_the_cross_check_waits_for_work_in_another_process_before_it_stops_the_clock() -> None:
+    # A kernel in a process of its own: the judge's device synchronize cannot see work that
+    # process left running; `settle` waits for it, and the cross-check's wall clock includes it.
+    hidden_s = 0.1
+    settled: list[str] = []
+
+    def settle() -> None:
+        # The first settle comes before the clock starts, the second after the batch.
+        if settled:
+            time.sleep(hidden_s)
+        settled.append("settle")
+
+    timing = Timing(method="flushed", warmup_ms=1, rep_ms=5, min_reps=5, max_reps=20)
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.call, 1, timing, settle=settle)
+    assert settled == ["settle", "settle"]
+    assert stats.hidden_work
+    # The same kernel with nothing left running elsewhere is not flagged.
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    assert not time_calls(gpu.cp, gpu.stream, gpu.call, 1, timing, settle=lambda: None).hidden_work

@@ -56,6 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "candidate on every timed scenario and print the candidate's speedup over it with its "
         "spread, measured in the same run (not yet run on a GPU, see docs/RELIABILITY.md)",
     )
+    parser.add_argument(
+        "--isolation",
+        choices=["in-process", "process"],
+        help="where the kernels run while judged: loaded into the judge's worker, or each in a "
+        "process of its own that holds nothing of the judge's (default: the task's isolation; "
+        "'process' has not yet run on a GPU, see docs/RELIABILITY.md)",
+    )
     parser.add_argument("--timeout", type=float, metavar="S", help="overall time limit")
     parser.add_argument(
         "--list",
@@ -154,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
             compare=not args.no_compare,
             progress=bar,
             pair_with=pair_with,
+            isolation=args.isolation,
         )
     except KernelseekError:
         if args.bisect_exit:

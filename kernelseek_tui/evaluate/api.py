@@ -50,7 +50,7 @@ from kernelseek_tui.evaluate.spare import (
 )
 from kernelseek_tui.evaluate.stall import StallLimits, expected_call_ms, phase_limit
 from kernelseek_tui.scenarios import Scenario
-from kernelseek_tui.task import Task
+from kernelseek_tui.task import ISOLATIONS, Task
 
 Progress = Callable[[str, int, int], None]  # (message, done, total)
 DEFAULT_STALL_TIMEOUT_S = 180.0
@@ -117,6 +117,7 @@ def evaluate(
     progress: Progress | None = None,
     prestart_next: bool = False,
     pair_with: PairedKernel | None = None,
+    isolation: str | None = None,
 ) -> EvalResult:
     """Judge ``source`` on the task's objective (or the named sets / file).
 
@@ -129,7 +130,13 @@ def evaluate(
     off, so nothing outlives it).
     ``pair_with``: time that kernel interleaved with the candidate on every timed scenario
     (the "flushed" method only), for ``summary.paired_speedup`` and ``paired_spread``.
+    ``isolation``: "process" runs every kernel in a process of its own instead of loading it
+    into the worker (evaluate/sandboxed_kernel.py); None: the task's ``isolation``.
     """
+    if isolation is not None and isolation not in ISOLATIONS:
+        raise KernelseekError(
+            f"isolation must be one of {', '.join(ISOLATIONS)}, not {isolation!r}"
+        )
     started = time.monotonic()
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     if not source.is_file():
@@ -203,6 +210,11 @@ def evaluate(
         # A best that no longer builds leaves the evaluation unpaired: judged as without it.
         paired_library = paired.library if paired.ok else None
 
+    chosen_isolation = isolation or task.isolation
+    if chosen_isolation != "in-process":
+        # A call timed in another process carries the hand-over between the two: its cached
+        # times are not the in-process ones.
+        baseline_key = f"{baseline_key}-{chosen_isolation}"
     request = {
         "task_dir": str(task.dir),
         "paired": str(paired_library) if paired_library else None,
@@ -215,6 +227,7 @@ def evaluate(
         "seed": seed,
         "compare": compare,
         "peers": list(task.comparators),
+        "isolation": chosen_isolation,
     }
     limit = timeout_s if timeout_s is not None else task.eval_timeout_s
     limits = stall_limits or StallLimits()

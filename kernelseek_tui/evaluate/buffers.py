@@ -2,6 +2,10 @@
 
 Each tensor lives inside a larger allocation whose two ends are filled with a canary; a kernel
 that writes past either end of a tensor changes a canary, which is found after the call.
+
+A tensor for a kernel in a process of its own (``shared``) gets an allocation of its own
+(cudaMalloc, not CuPy's pool): CUDA IPC shares whole allocations, and a pooled one holds other
+arrays of the judge's beside it.
 """
 
 from __future__ import annotations
@@ -22,10 +26,16 @@ class GuardedTensor:
     raw: Any  # the whole allocation, as uint8
     body: Any  # the tensor itself, in its storage dtype and shape
     shape: tuple[int, ...]
+    shared: bool = False  # in an allocation of its own, which CUDA IPC may share
 
     @property
     def ptr(self) -> int:
         return int(self.body.data.ptr)
+
+    @property
+    def allocation_ptr(self) -> int:
+        """Where the whole allocation (guards included) begins."""
+        return int(self.raw.data.ptr)
 
     def guards_intact(self, xp: Any) -> bool:
         head = self.raw[:GUARD_BYTES]
@@ -33,15 +43,22 @@ class GuardedTensor:
         return bool((head == _CANARY_BYTE).all()) and bool((tail == _CANARY_BYTE).all())
 
 
-def allocate(xp: Any, spec: TensorSpec, shape: tuple[int, ...]) -> GuardedTensor:
+def allocate(
+    xp: Any, spec: TensorSpec, shape: tuple[int, ...], *, shared: bool = False
+) -> GuardedTensor:
     count = 1
     for dim in shape:
         count *= dim
     nbytes = count * spec.itemsize
-    raw = xp.empty(nbytes + 2 * GUARD_BYTES, dtype=xp.uint8)
+    total = nbytes + 2 * GUARD_BYTES
+    if shared:
+        memory = xp.cuda.MemoryPointer(xp.cuda.Memory(total), 0)
+        raw = xp.ndarray((total,), dtype=xp.uint8, memptr=memory)
+    else:
+        raw = xp.empty(total, dtype=xp.uint8)
     raw.fill(_CANARY_BYTE)
     body = raw[GUARD_BYTES : GUARD_BYTES + nbytes].view(storage_dtype(spec.dtype)).reshape(shape)
-    return GuardedTensor(spec=spec, raw=raw, body=body, shape=shape)
+    return GuardedTensor(spec=spec, raw=raw, body=body, shape=shape, shared=shared)
 
 
 def fill_random(xp: Any, tensor: GuardedTensor, rng: Any) -> None:

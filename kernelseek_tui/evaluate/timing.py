@@ -88,15 +88,18 @@ def time_calls(
     timing: Timing,
     after_warmup: Callable[[], None] | None = None,
     hooks: MeasuredCallHooks | None = None,
+    settle: Callable[[], None] | None = None,
 ) -> TimingStats:
     """Median milliseconds per call of ``call(set_index)``, rotating through ``n_sets`` sets.
 
     ``after_warmup`` runs between the warm-up and the measured calls (on the same stream): the
     evaluator changes the inputs there, so that the measured calls must really compute.
     ``hooks`` run around every measured sample, outside its events (see MeasuredCallHooks).
+    ``settle`` waits for work this process's device synchronize cannot see (a kernel in a
+    process of its own); the cross-check's wall clock runs until it returns.
     """
     if timing.method == "flushed":
-        return _time_flushed(cp, stream, call, n_sets, timing, after_warmup, hooks)
+        return _time_flushed(cp, stream, call, n_sets, timing, after_warmup, hooks, settle)
     start, end = cp.cuda.Event(), cp.cuda.Event()
 
     def run_batch(calls: int, first_ordinal: int | None = None) -> float:
@@ -130,7 +133,7 @@ def time_calls(
     stats = TimingStats(
         median_ms=statistics.median(samples), samples_ms=samples, calls_per_sample=calls
     )
-    _cross_check(cp, stream, call, n_sets, calls, start, end, stats)
+    _cross_check(cp, stream, call, n_sets, calls, start, end, stats, settle)
     return stats
 
 
@@ -279,6 +282,7 @@ def _time_flushed(
     timing: Timing,
     after_warmup: Callable[[], None] | None,
     hooks: MeasuredCallHooks | None,
+    settle: Callable[[], None] | None = None,
 ) -> TimingStats:
     flush_l2 = _l2_flusher(cp, stream, timing.flush_mb)
 
@@ -306,7 +310,7 @@ def _time_flushed(
     stats = TimingStats(median_ms=median, samples_ms=measured, calls_per_sample=1)
     # The cross-check needs enough back-to-back calls for its wall clock to mean something.
     batch = _batch_calls(n_sets, max(median, 1e-3))
-    _cross_check(cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats)
+    _cross_check(cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats, settle)
     return stats
 
 
@@ -348,6 +352,7 @@ def time_interleaved(
     timing: Timing,
     after_warmup: Callable[[], None] | None = None,
     hooks: Sequence[MeasuredCallHooks | None] | None = None,
+    settle: Callable[[], None] | None = None,
 ) -> InterleavedTimings:
     """Time ``calls`` (two or more) in turn, one sample of each per round, with the "flushed"
     method of ``time_calls``: an L2 flush before every sample, each callable's hooks around its
@@ -403,7 +408,9 @@ def time_interleaved(
     )
     for call, stats in zip(calls, result.stats, strict=True):
         batch = _batch_calls(n_sets, max(stats.median_ms, 1e-3))
-        _cross_check(cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats)
+        _cross_check(
+            cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats, settle
+        )
     return result
 
 
@@ -416,15 +423,20 @@ def _cross_check(
     start: Any,
     end: Any,
     stats: TimingStats,
+    settle: Callable[[], None] | None = None,
 ) -> None:
     # cudaDeviceSynchronize waits for every stream; the events see only the one handed over.
     cp.cuda.runtime.deviceSynchronize()
+    if settle is not None:
+        settle()
     began = time.perf_counter()
     start.record(stream)
     for i in range(calls):
         call(i % n_sets)
     end.record(stream)
     cp.cuda.runtime.deviceSynchronize()
+    if settle is not None:
+        settle()
     wall_ms = (time.perf_counter() - began) * 1000.0
     event_ms = cp.cuda.get_elapsed_time(start, end)
     stats.wall_ms_per_call = wall_ms / calls

@@ -27,6 +27,7 @@ import random
 import secrets
 import select
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -43,6 +44,8 @@ from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
+from kernelseek_tui.evaluate.sandbox_host import SandboxError
+from kernelseek_tui.evaluate.sandboxed_kernel import SandboxedKernel
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls, time_interleaved
 from kernelseek_tui.task import Task, TensorSpec, Timing, load_task
 
@@ -82,6 +85,11 @@ class Kernel:
         float_args = (ctypes.c_double * max(1, len(floats)))(*floats)
         fn = self._fn
         return lambda: fn(tensors, int_args, float_args, stream)
+
+    def bind_tensors(
+        self, tensors: list[GuardedTensor], ints: list[int], floats: list[float], stream: int
+    ) -> Callable[[], int]:
+        return self.bind([t.ptr for t in tensors], ints, floats, stream)
 
 
 @dataclass(slots=True)
@@ -192,10 +200,23 @@ class Evaluation:
         module = load_module(self.task.reference_module, "kernelseek_task_reference")
         self.reference = getattr(module, self.task.reference_function)
         self.flops = getattr(module, self.task.flops_function) if self.task.flops_function else None
-        self.candidate = Kernel(request["candidate"])
-        self.baseline = Kernel(request["baseline"]) if request.get("baseline") else None
+        # "process": every kernel in a process of its own (evaluate/sandboxed_kernel.py), none
+        # loaded here; "in-process": loaded here with ctypes.
+        self.isolated = request.get("isolation", "in-process") == "process"
+        self.sandboxes: list[SandboxedKernel] = []
+        self.candidate = self._load(request["candidate"], "the candidate", "fail")
+        self.baseline = (
+            self._load(request["baseline"], "the starting kernel", "error")
+            if request.get("baseline")
+            else None
+        )
         # The best so far, timed interleaved with the candidate (api.evaluate's pair_with).
-        self.paired = Kernel(request["paired"]) if request.get("paired") else None
+        self.paired = (
+            self._load(request["paired"], "the best kernel", "error")
+            if request.get("paired")
+            else None
+        )
+        self.settle = self._settle if self.isolated else None
         self.baseline_cache = (
             BaselineCache(Path(request["baseline_cache"]), request["baseline_key"], self.device)
             if request.get("baseline_cache")
@@ -205,6 +226,39 @@ class Evaluation:
         self.peers = standby.peers_for(self.task, peers) or PeerRunner(
             self.task.comparator_module, peers, self.stream.ptr
         )
+
+    def _load(self, library: str, who: str, kind: str) -> Kernel | SandboxedKernel:
+        if not self.isolated:
+            return Kernel(library)
+
+        def died(reason: str) -> None:
+            # From the host's watcher thread, while this process waits on the GPU for work the
+            # dead process will never finish: answer now and end, as a fatal error would.
+            self.emit({"type": "fatal", "reason": reason, "kind": kind})
+            os._exit(3)
+
+        kernel = SandboxedKernel(
+            library, cp=self.cp, stream=self.stream, who=who, kind=kind, on_death=died
+        )
+        self.sandboxes.append(kernel)
+        return kernel
+
+    def allocate(self, spec: TensorSpec, shape: tuple[int, ...]) -> GuardedTensor:
+        """A tensor for the kernels: in an allocation of its own when they run elsewhere."""
+        return allocate(self.cp, spec, shape, shared=self.isolated)
+
+    def _settle(self) -> None:
+        for kernel in self.sandboxes:
+            kernel.settle()
+
+    def release_shared(self) -> None:
+        """The end of a scenario: the kernels' processes unmap its buffers before they go."""
+        for kernel in self.sandboxes:
+            kernel.forget_all()
+
+    def close(self) -> None:
+        for kernel in self.sandboxes:
+            kernel.close()
 
     def enter(self, phase: str) -> None:
         """Say which phase of the current scenario runs: the parent's stall limit follows it
@@ -219,6 +273,12 @@ class Evaluation:
             self.stream.synchronize()
         except self.cp.cuda.runtime.CUDARuntimeError as error:
             raise FatalError(f"CUDA error after {what}: {error}", "fail") from None
+        # An error in a kernel's own process stays there: ask for it.
+        for kernel in self.sandboxes:
+            try:
+                kernel.check()
+            except SandboxError as error:
+                raise FatalError(f"CUDA error after {what}: {error.reason}", error.kind) from None
 
 
 def _uuid_text(raw: Any) -> str | None:
@@ -248,12 +308,12 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         wanted = task.timing.rotate_l2_multiple * ev.l2_bytes / max(1, set_bytes)
         n_sets = int(min(task.timing.max_rotations, max(1, math.ceil(wanted))))
     generator = cp.random.default_rng(rng.randrange(2**63))
-    sets = [{s.name: allocate(cp, s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)]
+    sets = [{s.name: ev.allocate(s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)]
     for tensors in sets:
         for spec in task.inputs:
             fill_random(cp, tensors[spec.name], generator)
     launches = [
-        ev.candidate.bind([t.ptr for t in tensors.values()], ints, float_args, ev.stream.ptr)
+        ev.candidate.bind_tensors(list(tensors.values()), ints, float_args, ev.stream.ptr)
         for tensors in sets
     ]
 
@@ -328,7 +388,14 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
             calls.extend(peer_calls)
             hooks.extend([None] * len(peer_calls))
             in_turn = time_interleaved(
-                cp, ev.stream, calls, n_sets, timing, after_warmup=after_warmup, hooks=hooks
+                cp,
+                ev.stream,
+                calls,
+                n_sets,
+                timing,
+                after_warmup=after_warmup,
+                hooks=hooks,
+                settle=ev.settle,
             )
             stats = in_turn.stats[0]
             if paired is not None:
@@ -338,7 +405,14 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
                 peer_stats[peer.name] = in_turn.stats[first_peer + k]
         else:
             stats = time_calls(
-                cp, ev.stream, call, n_sets, timing, after_warmup=refill, hooks=watch
+                cp,
+                ev.stream,
+                call,
+                n_sets,
+                timing,
+                after_warmup=refill,
+                hooks=watch,
+                settle=ev.settle,
             )
     except LaunchFailed:
         result.passed = False
@@ -416,7 +490,7 @@ class _PairedCalls:
     def __init__(
         self,
         ev: Evaluation,
-        kernel: Kernel,
+        kernel: Kernel | SandboxedKernel,
         shapes: dict[str, tuple[int, ...]],
         ints: list[int],
         float_args: list[float],
@@ -430,11 +504,11 @@ class _PairedCalls:
         self._generator = cp.random.default_rng(seeds.randrange(2**63))
         self.judging = random.Random(f"{ev.seed}:{scenario}:paired:judged:{ev.entropy}")
         self.sets = [
-            {s.name: allocate(cp, s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)
+            {s.name: ev.allocate(s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)
         ]
         self.refill()
         self._launches = [
-            kernel.bind([t.ptr for t in tensors.values()], ints, float_args, ev.stream.ptr)
+            kernel.bind_tensors(list(tensors.values()), ints, float_args, ev.stream.ptr)
             for tensors in self.sets
         ]
         # One call now, untimed: its lazy module load falls outside the probe of the timed
@@ -794,13 +868,13 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
     wanted = task.timing.rotate_l2_multiple * ev.l2_bytes / max(1, set_bytes)
     n_sets = int(min(task.timing.max_rotations, max(1, math.ceil(wanted))))
     generator = cp.random.default_rng(rng.randrange(2**63))
-    sets = [{s.name: allocate(cp, s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)]
+    sets = [{s.name: ev.allocate(s, shapes[s.name]) for s in task.tensors} for _ in range(n_sets)]
     for tensors in sets:
         for spec in task.inputs:
             fill_random(cp, tensors[spec.name], generator)
     ints = task.int_args(fields)
     launches = [
-        ev.baseline.bind([t.ptr for t in tensors.values()], ints, float_args, ev.stream.ptr)
+        ev.baseline.bind_tensors(list(tensors.values()), ints, float_args, ev.stream.ptr)
         for tensors in sets
     ]
 
@@ -810,7 +884,7 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
 
     ev.emit({"type": "progress", "index": index, "scenario": scenario["name"], "phase": "baseline"})
     try:
-        stats = time_calls(cp, ev.stream, call, n_sets, task.timing)
+        stats = time_calls(cp, ev.stream, call, n_sets, task.timing, settle=ev.settle)
     except LaunchFailed:
         return None
     ev.sync("the starting kernel")
@@ -824,8 +898,11 @@ def evaluate_request(request: dict[str, Any], emit: Callable[[dict[str, Any]], N
     # One `with` for the whole run: CuPy's stream stack falls back to the legacy stream when a
     # nested `with` exits after `Stream.use()`, and the legacy stream does not wait for a
     # non-blocking one, which once let poison fills race the kernel (2026-12-02, H200).
-    with ev.stream:
-        _evaluate_scenarios(ev, request, emit)
+    try:
+        with ev.stream:
+            _evaluate_scenarios(ev, request, emit)
+    finally:
+        ev.close()
 
 
 def _evaluate_scenarios(
@@ -854,6 +931,7 @@ def _evaluate_scenarios(
         result.wall_s = round(time.perf_counter() - began, 3)
         emit({"type": "scenario", "result": asdict(result), "baseline_ms": baseline_ms})
         # Free this scenario's buffers before the next one allocates its own.
+        ev.release_shared()
         ev.cp.get_default_memory_pool().free_all_blocks()
     if ev.baseline_cache is not None:
         ev.baseline_cache.save()
@@ -895,9 +973,14 @@ def main(argv: list[str] | None = None) -> int:
     options = _options(sys.argv[1:] if argv is None else argv)
     protocol = _protocol_stream()
 
+    # A kernel's process that dies while this one waits on the GPU is reported from its
+    # watcher thread (Evaluation._load): one line at a time.
+    emitting = threading.Lock()
+
     def emit(message: dict[str, Any]) -> None:
-        protocol.write(json.dumps(message, default=str) + "\n")
-        protocol.flush()
+        with emitting:
+            protocol.write(json.dumps(message, default=str) + "\n")
+            protocol.flush()
 
     # Everything that does not depend on the request is ready before it is read: a worker
     # started ahead of its evaluation waits here with it done. A failure is kept and becomes
@@ -916,7 +999,7 @@ def main(argv: list[str] | None = None) -> int:
             raise prepared
         hand_over_standby(prepared)
         evaluate_request(request, emit)
-    except FatalError as error:
+    except (FatalError, SandboxError) as error:
         emit({"type": "fatal", "reason": error.reason, "kind": error.kind})
         return 3
     except ImportError as error:

@@ -1,0 +1,173 @@
+"""What judging a kernel in a process of its own costs its figure, run by hand on the GPU box.
+
+1. The hand-over alone: an empty kernel, timed by the judge's "flushed" method
+   (evaluate/timing.py) loaded in-process and in its own process (evaluate/sandboxed_kernel.py),
+   in turn, ``--rounds`` times each. The difference of the medians is what the two streams'
+   hand-over (GO and DONE across processes, and contexts) adds to every timed call.
+2. The same on real work: ``--source`` (default sm90.cu) on the bench shapes given, each
+   evaluated in-process and isolated in turn (A B B A), FA3 and cuDNN beside it in each run:
+   per shape the candidate's milliseconds both ways, their ratio, and x FA3 both ways.
+
+Prints Markdown tables with the machine; writes the raw numbers as JSON under ``--out``.
+
+    python3 benchmarks/sandbox_handover.py [--out DIR] [--rounds 4] [--shapes 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kernelseek_tui.evaluate.api import evaluate
+from kernelseek_tui.task import Task, TensorSpec, Timing, load_task
+
+EMPTY = r"""
+#include <stdint.h>
+#include <cuda_runtime.h>
+__global__ void nothing() {}
+extern "C" int ks_launch(void **, const int64_t *, const double *, void *stream) {
+    nothing<<<1, 32, 0, (cudaStream_t)stream>>>();
+    return (int)cudaGetLastError();
+}
+"""
+
+
+def empty_kernel_handover(rounds: int) -> dict[str, list[float]]:
+    import cupy as cp
+
+    from kernelseek_tui.evaluate.buffers import allocate
+    from kernelseek_tui.evaluate.sandboxed_kernel import SandboxedKernel
+    from kernelseek_tui.evaluate.timing import time_calls
+    from kernelseek_tui.evaluate.worker import Kernel
+
+    where = Path(tempfile.mkdtemp(prefix="ks-handover-"))
+    (where / "empty.cu").write_text(EMPTY)
+    library = where / "libempty.so"
+    subprocess.run(
+        [
+            "nvcc",
+            "-O2",
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "-o",
+            str(library),
+            str(where / "empty.cu"),
+        ],
+        check=True,
+    )
+    stream = cp.cuda.Stream(non_blocking=True)
+    spec = TensorSpec(name="x", dtype="float32", shape=("1",), role="output")
+    tensor = allocate(cp, spec, (1,), shared=True)
+    kernels: dict[str, Any] = {
+        "in-process": Kernel(str(library)),
+        "process": SandboxedKernel(library, cp=cp, stream=stream, who="the empty kernel"),
+    }
+    medians: dict[str, list[float]] = {name: [] for name in kernels}
+    timing = Timing()
+    with stream:
+        for r in range(rounds):
+            order = list(kernels) if r % 2 == 0 else list(kernels)[::-1]
+            for name in order:
+                launch = kernels[name].bind_tensors([tensor], [], [], stream.ptr)
+
+                def call(_i: int, launch: Any = launch) -> None:
+                    if launch() != 0:
+                        raise RuntimeError("the empty kernel failed to launch")
+
+                stats = time_calls(cp, stream, call, 1, timing)
+                medians[name].append(stats.median_ms * 1000.0)  # microseconds
+    kernels["process"].forget_all()
+    kernels["process"].close()
+    return medians
+
+
+def bench_shapes(task: Task, count: int) -> Path:
+    """The first ``count`` bench scenarios, d64/d128 short and long, as a scenarios file."""
+    chosen = task.scenarios("bench")[:count]
+    lines = []
+    for scenario in chosen:
+        lines.append("[[scenario]]")
+        lines.append(f'name = "{scenario.name}"')
+        for key, value in scenario.fields.items():
+            lines.append(f"{key} = {value}")
+        lines.append("")
+    path = Path(tempfile.mkdtemp(prefix="ks-handover-")) / "shapes.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--task", type=Path, default=Path("kernels/flash_fwd"))
+    parser.add_argument("--source", type=Path, default=Path("kernels/flash_fwd/sm90.cu"))
+    parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--shapes", type=int, default=6)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    gpu = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    print(f"machine: {gpu}; {platform.node()}")
+
+    medians = empty_kernel_handover(args.rounds)
+    print("\n| empty kernel, flushed | median of medians (us) | per round (us) |\n|---|---|---|")
+    for name, values in medians.items():
+        rounds = ", ".join(f"{v:.1f}" for v in values)
+        print(f"| {name} | {statistics.median(values):.1f} | {rounds} |")
+    handover = statistics.median(medians["process"]) - statistics.median(medians["in-process"])
+    print(f"\nhand-over added per call: {handover:.1f} us")
+
+    task = load_task(args.task)
+    shapes = bench_shapes(task, args.shapes)
+    runs: dict[str, list[Any]] = {"in-process": [], "process": []}
+    for order in (("in-process", "process"), ("process", "in-process")):
+        for isolation in order:
+            result = evaluate(task, args.source, scenarios_file=shapes, isolation=isolation)
+            if result.verdict != "pass":
+                print(f"{isolation}: {result.verdict}: {result.reasons}")
+                return 1
+            runs[isolation].append(result)
+    print(
+        "\n| shape | ms in-process | ms isolated | isolated / in-process "
+        "| x FA3 in-process | x FA3 isolated |\n|---|---|---|---|---|---|"
+    )
+    table = []
+    for i, scenario in enumerate(runs["in-process"][0].scenarios):
+        ms = {k: statistics.median(r.scenarios[i].ms for r in v) for k, v in runs.items()}
+        fa3 = {}
+        for k, v in runs.items():
+            ratios = [
+                r.scenarios[i].peers["fa3"].ms / r.scenarios[i].ms
+                for r in v
+                if "fa3" in r.scenarios[i].peers and r.scenarios[i].peers["fa3"].ms
+            ]
+            fa3[k] = statistics.median(ratios) if ratios else None
+        row = {"shape": scenario.name, "ms": ms, "x_fa3": fa3}
+        table.append(row)
+
+        def fmt(x: float | None) -> str:
+            return "-" if x is None else f"{x:.3f}"
+
+        print(
+            f"| {scenario.name} | {ms['in-process']:.4f} | {ms['process']:.4f} | "
+            f"{ms['process'] / ms['in-process']:.3f} | {fmt(fa3['in-process'])} | "
+            f"{fmt(fa3['process'])} |"
+        )
+    (args.out / "sandbox_handover.json").write_text(
+        json.dumps({"machine": gpu, "empty_us": medians, "shapes": table}, indent=2)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

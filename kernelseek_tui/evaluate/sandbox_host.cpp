@@ -1,0 +1,322 @@
+// The process a candidate runs in when the judge isolates it (evaluate/sandbox.py): a small
+// C++ program, no Python, no torch, nothing of the judge's. It loads the candidate's library,
+// maps the buffers the judge shares with it (CUDA IPC), and on each command enqueues one call:
+// wait for the judge's GO event, ks_launch on a stream of its own, record the judge's DONE event.
+// The judge times the call with its own events around GO and DONE on its own stream, so nothing
+// this process reports is trusted for a figure: a reply only says what was enqueued.
+//
+// Usage: sandbox_host <candidate library> <reply fd> <fault fd>
+// Protocol: one command per line on fd 0, one reply per line on the reply fd ("ok ..." or
+// "error <text>"). A CUDA error found asynchronously (a fault in the candidate's kernel) is
+// written as "fault <text>" to the fault fd by a watcher thread, which then ends the process, so
+// the judge names the fault instead of waiting on a DONE event that will never come. The
+// process dies with the judge (PR_SET_PDEATHSIG): a candidate never outlives its judge.
+//
+//   device <ordinal>                      set the device, make the context and the stream
+//   slot <k> <go-hex> <done-hex>          open the k-th pair of interprocess events
+//   load                                  dlopen the candidate (after the above: its load runs
+//                                         in a process that is ready, and holds nothing else)
+//   buffer <id> <mem-hex>                 map one allocation the judge shares
+//   forget <id>                           unmap it (before the judge frees it)
+//   bind <b> <n> <id>:<offset>... <m> <int>... <f> <float-bits-hex>...
+//                                         the arguments of one input set
+//   call <b> <k>                          wait GO[k], ks_launch(bind b), record DONE[k];
+//                                         replies "ok <return code>"
+//   sync                                  cudaStreamSynchronize; "ok" or "error <cuda error>"
+//   devsync                               cudaDeviceSynchronize (every stream of this process)
+//   quit
+//
+// The candidate's printf goes to fd 1, which the judge points at its own stderr.
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+typedef int (*LaunchFn)(void **tensors, const int64_t *ints, const double *floats, void *stream);
+
+struct Binding {
+    std::vector<int> buffers;  // the ids its tensors point into
+    std::vector<void *> tensors;
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+};
+
+const int kMaxLine = 1 << 16;
+int g_reply_fd = -1;
+int g_fault_fd = -1;
+
+cudaStream_t g_stream = nullptr;
+std::map<int, cudaEvent_t> g_go, g_done;
+std::map<int, void *> g_buffers;
+std::map<int, Binding> g_bindings;
+LaunchFn g_launch = nullptr;
+const char *g_library = nullptr;
+pthread_mutex_t g_reply_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void write_all(int fd, const char *text, size_t size) {
+    while (size > 0) {
+        ssize_t n = write(fd, text, size);
+        if (n <= 0) _exit(5);  // the judge is gone: nothing left to do
+        text += n;
+        size -= static_cast<size_t>(n);
+    }
+}
+
+void reply(const std::string &text) {
+    pthread_mutex_lock(&g_reply_lock);
+    std::string line = text + "\n";
+    write_all(g_reply_fd, line.data(), line.size());
+    pthread_mutex_unlock(&g_reply_lock);
+}
+
+std::string cuda_text(cudaError_t error) {
+    return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+}
+
+bool decode_hex(const char *hex, void *out, size_t size) {
+    if (strlen(hex) != 2 * size) return false;
+    unsigned char *bytes = static_cast<unsigned char *>(out);
+    for (size_t i = 0; i < size; ++i) {
+        unsigned value = 0;
+        if (sscanf(hex + 2 * i, "%2x", &value) != 1) return false;
+        bytes[i] = static_cast<unsigned char>(value);
+    }
+    return true;
+}
+
+// Splits a command line on spaces; the line is short (kMaxLine) and ours.
+std::vector<std::string> words(const char *line) {
+    std::vector<std::string> out;
+    std::string word;
+    for (const char *c = line; *c != '\0' && *c != '\n'; ++c) {
+        if (*c == ' ') {
+            if (!word.empty()) out.push_back(word);
+            word.clear();
+        } else {
+            word.push_back(*c);
+        }
+    }
+    if (!word.empty()) out.push_back(word);
+    return out;
+}
+
+bool parse_long(const std::string &text, long long *out) {
+    char *end = nullptr;
+    *out = strtoll(text.c_str(), &end, 10);
+    return end != text.c_str() && *end == '\0';
+}
+
+// Polls the stream: an asynchronous error (the candidate's kernel faulted) is sticky, so the
+// next call would fail anyway; saying so now lets the judge name it while its own stream still
+// waits on DONE.
+void *watch_stream(void *) {
+    const timespec pause = {0, 20 * 1000 * 1000};
+    for (;;) {
+        nanosleep(&pause, nullptr);
+        if (g_stream == nullptr) continue;
+        cudaError_t state = cudaStreamQuery(g_stream);
+        if (state == cudaSuccess || state == cudaErrorNotReady) continue;
+        std::string line = "fault " + cuda_text(state) + "\n";
+        write_all(g_fault_fd, line.data(), line.size());
+        _exit(4);
+    }
+    return nullptr;
+}
+
+std::string command_device(const std::vector<std::string> &w) {
+    long long ordinal = 0;
+    if (w.size() != 2 || !parse_long(w[1], &ordinal)) return "error usage: device <ordinal>";
+    cudaError_t error = cudaSetDevice(static_cast<int>(ordinal));
+    if (error == cudaSuccess) error = cudaFree(nullptr);  // the context, now
+    if (error == cudaSuccess) error = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking);
+    return error == cudaSuccess ? "ok" : "error " + cuda_text(error);
+}
+
+std::string command_slot(const std::vector<std::string> &w) {
+    long long k = 0;
+    cudaIpcEventHandle_t go, done;
+    if (w.size() != 4 || !parse_long(w[1], &k) || !decode_hex(w[2].c_str(), &go, sizeof go) ||
+        !decode_hex(w[3].c_str(), &done, sizeof done))
+        return "error usage: slot <k> <go-hex> <done-hex>";
+    cudaEvent_t go_event = nullptr, done_event = nullptr;
+    cudaError_t error = cudaIpcOpenEventHandle(&go_event, go);
+    if (error == cudaSuccess) error = cudaIpcOpenEventHandle(&done_event, done);
+    if (error != cudaSuccess) return "error " + cuda_text(error);
+    g_go[static_cast<int>(k)] = go_event;
+    g_done[static_cast<int>(k)] = done_event;
+    return "ok";
+}
+
+std::string command_load() {
+    void *library = dlopen(g_library, RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return std::string("error dlopen: ") + dlerror();
+    g_launch = reinterpret_cast<LaunchFn>(dlsym(library, "ks_launch"));
+    if (g_launch == nullptr) return "error the library does not export ks_launch";
+    return "ok";
+}
+
+std::string command_buffer(const std::vector<std::string> &w) {
+    long long id = 0;
+    cudaIpcMemHandle_t handle;
+    if (w.size() != 3 || !parse_long(w[1], &id) || !decode_hex(w[2].c_str(), &handle, sizeof handle))
+        return "error usage: buffer <id> <mem-hex>";
+    if (g_buffers.count(static_cast<int>(id))) return "error buffer " + w[1] + " is mapped already";
+    void *pointer = nullptr;
+    cudaError_t error = cudaIpcOpenMemHandle(&pointer, handle, cudaIpcMemLazyEnablePeerAccess);
+    if (error != cudaSuccess) return "error " + cuda_text(error);
+    g_buffers[static_cast<int>(id)] = pointer;
+    return "ok";
+}
+
+std::string command_forget(const std::vector<std::string> &w) {
+    long long id = 0;
+    if (w.size() != 2 || !parse_long(w[1], &id)) return "error usage: forget <id>";
+    auto found = g_buffers.find(static_cast<int>(id));
+    if (found == g_buffers.end()) return "error buffer " + w[1] + " is not mapped";
+    // Bindings that point into it go too: no later call may reach unmapped memory.
+    for (auto it = g_bindings.begin(); it != g_bindings.end();) {
+        bool uses = false;
+        for (int used : it->second.buffers) {
+            uses = uses || used == found->first;
+        }
+        it = uses ? g_bindings.erase(it) : std::next(it);
+    }
+    cudaError_t error = cudaIpcCloseMemHandle(found->second);
+    g_buffers.erase(found);
+    return error == cudaSuccess ? "ok" : "error " + cuda_text(error);
+}
+
+std::string command_bind(const std::vector<std::string> &w) {
+    const char *usage = "error usage: bind <b> <n> <id>:<offset>... <m> <int>... <f> <bits>...";
+    long long b = 0, count = 0;
+    size_t at = 1;
+    if (w.size() < 3 || !parse_long(w[at++], &b)) return usage;
+    Binding binding;
+    if (!parse_long(w[at++], &count) || count < 0 || at + count > w.size()) return usage;
+    for (long long i = 0; i < count; ++i, ++at) {
+        const std::string &pair = w[at];
+        size_t colon = pair.find(':');
+        long long id = 0, offset = 0;
+        if (colon == std::string::npos || !parse_long(pair.substr(0, colon), &id) ||
+            !parse_long(pair.substr(colon + 1), &offset) || offset < 0)
+            return usage;
+        auto found = g_buffers.find(static_cast<int>(id));
+        if (found == g_buffers.end()) return "error buffer " + pair.substr(0, colon) + " is not mapped";
+        binding.buffers.push_back(found->first);
+        binding.tensors.push_back(static_cast<char *>(found->second) + offset);
+    }
+    if (at >= w.size() || !parse_long(w[at++], &count) || count < 0 || at + count > w.size())
+        return usage;
+    for (long long i = 0; i < count; ++i, ++at) {
+        long long value = 0;
+        if (!parse_long(w[at], &value)) return usage;
+        binding.ints.push_back(value);
+    }
+    if (at >= w.size() || !parse_long(w[at++], &count) || count < 0 || at + count != w.size())
+        return usage;
+    for (long long i = 0; i < count; ++i, ++at) {
+        double value = 0;
+        if (!decode_hex(w[at].c_str(), &value, sizeof value)) return usage;
+        binding.floats.push_back(value);
+    }
+    // Never an empty array: ks_launch may read its first element whatever the task says.
+    if (binding.ints.empty()) binding.ints.push_back(0);
+    if (binding.floats.empty()) binding.floats.push_back(0.0);
+    g_bindings[static_cast<int>(b)] = binding;
+    return "ok";
+}
+
+std::string command_call(const std::vector<std::string> &w) {
+    long long b = 0, k = 0;
+    if (w.size() != 3 || !parse_long(w[1], &b) || !parse_long(w[2], &k))
+        return "error usage: call <b> <k>";
+    auto binding = g_bindings.find(static_cast<int>(b));
+    if (binding == g_bindings.end()) return "error binding " + w[1] + " does not exist";
+    if (!g_go.count(static_cast<int>(k))) return "error slot " + w[2] + " does not exist";
+    if (g_launch == nullptr) return "error the candidate is not loaded";
+    cudaError_t error = cudaStreamWaitEvent(g_stream, g_go[static_cast<int>(k)], 0);
+    if (error != cudaSuccess) return "error " + cuda_text(error);
+    Binding &args = binding->second;
+    int code = g_launch(args.tensors.data(), args.ints.data(), args.floats.data(), g_stream);
+    // DONE is recorded whatever ks_launch returned: the judge's stream waits on it.
+    error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);
+    if (error != cudaSuccess) return "error " + cuda_text(error);
+    return "ok " + std::to_string(code);
+}
+
+std::string command_sync(bool device) {
+    cudaError_t error = device ? cudaDeviceSynchronize() : cudaStreamSynchronize(g_stream);
+    if (error == cudaSuccess) error = cudaGetLastError();
+    return error == cudaSuccess ? "ok" : "error " + cuda_text(error);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    long long reply_fd = -1, fault_fd = -1;
+    if (argc != 4 || !parse_long(argv[2], &reply_fd) || !parse_long(argv[3], &fault_fd)) {
+        fprintf(stderr, "usage: %s <candidate library> <reply fd> <fault fd>\n", argv[0]);
+        return 2;
+    }
+    g_library = argv[1];
+    g_reply_fd = static_cast<int>(reply_fd);
+    g_fault_fd = static_cast<int>(fault_fd);
+    // Killed with the judge; a judge gone before this line leaves us to init: end now.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) return 5;
+    pthread_t watcher;
+    pthread_create(&watcher, nullptr, watch_stream, nullptr);
+    static char line[kMaxLine];
+    while (fgets(line, sizeof line, stdin) != nullptr) {
+        if (strchr(line, '\n') == nullptr && !feof(stdin)) {
+            reply("error line too long");
+            return 2;
+        }
+        std::vector<std::string> w = words(line);
+        if (w.empty()) continue;
+        const std::string &name = w[0];
+        std::string answer;
+        if (name == "quit") {
+            reply("ok");
+            return 0;
+        } else if (name == "device") {
+            answer = command_device(w);
+        } else if (g_stream == nullptr) {
+            answer = "error the device is not set (device <ordinal> first)";
+        } else if (name == "slot") {
+            answer = command_slot(w);
+        } else if (name == "load") {
+            answer = command_load();
+        } else if (name == "buffer") {
+            answer = command_buffer(w);
+        } else if (name == "forget") {
+            answer = command_forget(w);
+        } else if (name == "bind") {
+            answer = command_bind(w);
+        } else if (name == "call") {
+            answer = command_call(w);
+        } else if (name == "sync") {
+            answer = command_sync(false);
+        } else if (name == "devsync") {
+            answer = command_sync(true);
+        } else {
+            answer = "error unknown command " + name;
+        }
+        reply(answer);
+    }
+    return 0;  // the judge closed the commands: it is done with this candidate
+}

@@ -1,0 +1,237 @@
+"""The process a candidate runs in when the judge isolates it: building it, starting it, talking
+to it, and naming how it died.
+
+The host (``sandbox_host.cpp``) is a small C++ program with no Python in it: the candidate's
+library is loaded there, never into the judge. The judge shares the candidate's buffers with it
+through CUDA IPC and brackets every call with events on its own stream
+(``evaluate.sandboxed_kernel``), so what the host replies is never trusted for a figure or a
+verdict; it says only what was enqueued, or why not.
+
+This module holds no CUDA: the protocol is plain text lines over pipes, so it is tested on a
+machine with no GPU against the host built on a stand-in runtime (tests/test_sandbox_host.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kernelseek_tui.evaluate.build import cache_root
+
+HOST_SOURCE = Path(__file__).with_name("sandbox_host.cpp")
+HOST_RECIPE = ("-O2", "-ldl")  # the nvcc flags besides the source and output
+# What the host's environment keeps of the judge's: where the GPU and the driver are. Nothing
+# else (no cache paths, no keys, no Python settings), so a candidate that reads its environment
+# learns nothing of the judge.
+KEPT_ENVIRONMENT = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH")
+_REPLY_LIMIT = 1 << 16
+# After the host dies, how long the watcher leaves the judge's own thread to notice (it reads
+# EOF on its next reply) before the watcher reports the death itself.
+_WATCH_GRACE_S = 0.2
+
+
+class SandboxError(Exception):
+    """The host refused or failed a command; ``reason`` says why, in the host's words.
+    ``kind`` is whose doing it is, as the worker's fatal lines say: "fail" (the candidate's)
+    or "error" (the harness's, or a kernel the judge trusted: the starting or the best one)."""
+
+    def __init__(self, reason: str, kind: str = "error") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+
+
+class SandboxDied(SandboxError):
+    """The host is gone: the candidate crashed it, or its kernel faulted."""
+
+
+def host_executable(nvcc: str = "nvcc") -> Path:
+    """The host built with ``nvcc`` (CUDA runtime linked statically), cached by its source, the
+    recipe and the compiler's version; built on first use (a few seconds)."""
+    compiler = shutil.which(nvcc)
+    if compiler is None:
+        raise SandboxError(f"{nvcc} not found: it builds the candidate's process", "error")
+    version = subprocess.run(
+        [compiler, "--version"], capture_output=True, text=True, check=False
+    ).stdout
+    digest = hashlib.sha256()
+    for part in (HOST_SOURCE.read_bytes(), " ".join(HOST_RECIPE).encode(), version.encode()):
+        digest.update(part)
+        digest.update(b"\0")
+    target = cache_root().parent / "sandbox" / digest.hexdigest()[:16] / "sandbox_host"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"sandbox_host.{os.getpid()}.partial")
+    built = subprocess.run(
+        [compiler, "-O2", "-o", str(partial), str(HOST_SOURCE), "-ldl"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise SandboxError(
+            f"the candidate's process did not build:\n{built.stderr.strip()}", "error"
+        )
+    os.replace(partial, target)  # atomic: a concurrent build leaves one whole file
+    return target
+
+
+def bind_command(
+    binding: int, tensors: Sequence[tuple[int, int]], ints: Sequence[int], floats: Sequence[float]
+) -> str:
+    """The ``bind`` line: tensors as (buffer id, byte offset), ints in decimal, floats as the
+    hex of their IEEE bits (exact, whatever the locale)."""
+    words = ["bind", str(binding), str(len(tensors))]
+    words += [f"{buffer}:{offset}" for buffer, offset in tensors]
+    words += [str(len(ints)), *(str(int(v)) for v in ints)]
+    words += [str(len(floats)), *(struct.pack("=d", float(v)).hex() for v in floats)]
+    return " ".join(words)
+
+
+class SandboxHost:
+    """One host process for one kernel: ``ask`` sends a command and returns its reply.
+
+    ``who`` names the kernel in every reason ("the candidate", "the best kernel"), ``kind``
+    says whose doing its errors are (SandboxError). ``on_death``
+    is called, from a watcher thread, when the host dies while the judge is not reading from it
+    (waiting on the GPU, say, for a DONE event a faulted kernel will never record); the judge's
+    own thread, when it is the one to find the host gone, gets SandboxDied instead, and the
+    watcher then stays quiet.
+    """
+
+    def __init__(
+        self,
+        executable: Path,
+        library: Path,
+        *,
+        who: str = "the candidate",
+        kind: str = "fail",
+        on_death: Callable[[str], None] | None = None,
+        extra_environment: dict[str, str] | None = None,
+    ) -> None:
+        self.who, self.kind = who, kind
+        self._on_death = on_death
+        self._closing = False
+        self._death_claimed = False
+        self._claim_lock = threading.Lock()
+        self._reason_lock = threading.Lock()
+        self._reason: str | None = None
+        self._workdir = tempfile.mkdtemp(prefix="kernelseek-sandbox-")
+        reply_read, reply_write = os.pipe()
+        fault_read, fault_write = os.pipe()
+        environment = {k: os.environ[k] for k in KEPT_ENVIRONMENT if k in os.environ}
+        environment.update(extra_environment or {})
+        try:
+            self._process = subprocess.Popen(
+                [str(executable), str(library), str(reply_write), str(fault_write)],
+                stdin=subprocess.PIPE,
+                # The candidate's printf goes to the judge's stderr, never into a reply.
+                stdout=2,
+                stderr=2,
+                pass_fds=(reply_write, fault_write),
+                close_fds=True,
+                cwd=self._workdir,
+                env=environment,
+            )
+        finally:
+            # Only the host keeps the write ends, so its death is EOF here.
+            os.close(reply_write)
+            os.close(fault_write)
+        self._replies = os.fdopen(reply_read, "r", encoding="utf-8", errors="replace")
+        self._faults = os.fdopen(fault_read, "r", encoding="utf-8", errors="replace")
+        self._watcher = threading.Thread(
+            target=self._watch, name=f"sandbox-{self.pid}", daemon=True
+        )
+        self._watcher.start()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def ask(self, *words: object) -> str:
+        """Send one command; the reply after "ok" ("" for a bare "ok").
+
+        Raises SandboxError when the host refuses it, SandboxDied when the host is gone."""
+        line = " ".join(str(w) for w in words)
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(line.encode() + b"\n")
+            stdin.flush()
+            reply = self._replies.readline(_REPLY_LIMIT)
+        except (BrokenPipeError, ValueError):
+            reply = ""
+        if not reply.endswith("\n"):
+            self._claim_death()
+            raise SandboxDied(self.death_reason(), self.kind)
+        reply = reply.rstrip("\n")
+        if reply == "ok" or reply.startswith("ok "):
+            return reply[3:]
+        if reply.startswith("error "):
+            raise SandboxError(f"{self.who}'s process: {reply[6:]}", self.kind)
+        raise SandboxError(f"{self.who}'s process replied {reply[:200]!r}", self.kind)
+
+    def death_reason(self) -> str:
+        """Why the host is gone, from its fault line or its exit status (waits for the exit)."""
+        with self._reason_lock:
+            if self._reason is None:
+                self._reason = self._read_death_reason()
+            return self._reason
+
+    def _read_death_reason(self) -> str:
+        code = self._process.wait()
+        fault = self._faults.read(_REPLY_LIMIT).strip()
+        if fault.startswith("fault "):
+            return f"{self.who}'s kernel faulted: {fault[6:]}"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"{self.who}'s process died ({name})"
+        return f"{self.who}'s process ended (exit status {code})"
+
+    def close(self) -> None:
+        """Ask the host to quit, then make sure it has; idempotent."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._process.poll() is None:
+            with contextlib.suppress(SandboxError):
+                self.ask("quit")
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        for stream in (self._process.stdin, self._replies, self._faults):
+            if stream is not None:
+                stream.close()
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def _claim_death(self) -> bool:
+        """True for the first of the judge's thread and the watcher to report the death."""
+        with self._claim_lock:
+            first = not self._death_claimed
+            self._death_claimed = True
+            return first
+
+    def _watch(self) -> None:
+        self._process.wait()
+        if self._closing or self._on_death is None:
+            return
+        # The judge's thread may be about to read EOF and raise SandboxDied itself.
+        threading.Event().wait(_WATCH_GRACE_S)
+        if not self._closing and self._claim_death():
+            self._on_death(self.death_reason())

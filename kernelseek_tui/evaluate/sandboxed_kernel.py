@@ -1,0 +1,140 @@
+"""A kernel run in a process of its own (``sandbox_host``), called from the judge as if it were
+loaded here: the same ``bind_tensors`` as ``worker.Kernel``, so timing and checking do not
+change.
+
+How a call is bracketed. The judge's stream records GO, the host is asked to enqueue the call
+(its stream waits for GO, runs ks_launch, records DONE), and the judge's stream then waits for
+DONE. The timing events (evaluate/timing.py) are on the judge's stream around all of it, so a
+figure comes from the judge's own events and the GPU's ordering, never from the host; what it
+adds to a call is the hand-over between the two streams (and contexts), which
+benchmarks/sandbox_handover.py measures with an empty kernel.
+
+The events cross processes, so they are interprocess events, which CUDA makes without timing.
+They come in a ring of ``SLOTS`` pairs, and a pair is reused only once the judge's stream has
+passed its last wait on DONE (a plain event recorded after that wait): then both of the pair's
+last records and both waits on them are done. So no event is ever recorded again while a wait
+on its previous record may still be pending, in either process: how a wait issued in one
+process sees a record issued in another, when more than one is outstanding, is the part of CUDA
+IPC this design does not lean on. The judge stays at most ``SLOTS`` calls ahead of the GPU.
+
+What the host maps is exactly the allocations bound to it: each tensor must live in an
+allocation of its own (``buffers.allocate(..., shared=True)``), since CUDA IPC shares whole
+allocations and a pooled one would hand the candidate whatever else the pool put beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernelseek_tui.evaluate.buffers import GuardedTensor
+from kernelseek_tui.evaluate.sandbox_host import (
+    SandboxHost,
+    bind_command,
+    host_executable,
+)
+
+SLOTS = 32
+
+
+class SandboxedKernel:
+    def __init__(
+        self,
+        library: str | Path,
+        *,
+        cp: Any,
+        stream: Any,
+        who: str,
+        kind: str = "fail",
+        on_death: Callable[[str], None] | None = None,
+        executable: Path | None = None,
+    ) -> None:
+        self._cp, self._stream, self.who = cp, stream, who
+        self._host = SandboxHost(
+            executable or host_executable(), Path(library), who=who, kind=kind, on_death=on_death
+        )
+        # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES is kept): the judge's
+        # current device has the same ordinal there.
+        self._host.ask("device", cp.cuda.Device().id)
+        self._go = [self._event() for _ in range(SLOTS)]
+        self._done = [self._event() for _ in range(SLOTS)]
+        self._passed = [cp.cuda.Event(block=False, disable_timing=True) for _ in range(SLOTS)]
+        runtime = cp.cuda.runtime
+        for k, (go, done) in enumerate(zip(self._go, self._done, strict=True)):
+            go_handle = bytes(runtime.ipcGetEventHandle(go.ptr)).hex()
+            done_handle = bytes(runtime.ipcGetEventHandle(done.ptr)).hex()
+            self._host.ask("slot", k, go_handle, done_handle)
+        self._host.ask("load")
+        self._calls = 0
+        self._bindings = 0
+        # Allocation pointer -> (buffer id, the allocation): holding the allocation keeps it
+        # alive while the host maps it, whatever the scenario's own references do.
+        self._shared: dict[int, tuple[int, Any]] = {}
+        self._next_buffer = 0
+
+    def _event(self) -> Any:
+        return self._cp.cuda.Event(block=False, disable_timing=True, interprocess=True)
+
+    def bind_tensors(
+        self,
+        tensors: Sequence[GuardedTensor],
+        ints: Sequence[int],
+        floats: Sequence[float],
+        stream: int,
+    ) -> Callable[[], int]:
+        """A call of the kernel on these tensors, enqueued on the judge's ``stream``."""
+        if stream != self._stream.ptr:
+            raise ValueError("a sandboxed kernel is called on the stream it was made with")
+        places = [(self._share(t), t.ptr - t.allocation_ptr) for t in tensors]
+        binding = self._bindings
+        self._bindings += 1
+        self._host.ask(bind_command(binding, places, ints, floats))
+        return lambda: self._call(binding)
+
+    def _share(self, tensor: GuardedTensor) -> int:
+        if not tensor.shared:
+            raise ValueError(
+                f"tensor {tensor.spec.name!r} is in a pooled allocation: a sandboxed kernel "
+                "gets allocations of their own (buffers.allocate(..., shared=True))"
+            )
+        base = tensor.allocation_ptr
+        known = self._shared.get(base)
+        if known is not None:
+            return int(known[0])
+        buffer = self._next_buffer
+        self._next_buffer += 1
+        handle = bytes(self._cp.cuda.runtime.ipcGetMemHandle(base)).hex()
+        self._host.ask("buffer", buffer, handle)
+        self._shared[base] = (buffer, tensor.raw)
+        return buffer
+
+    def _call(self, binding: int) -> int:
+        k = self._calls % SLOTS
+        if self._calls >= SLOTS:
+            self._passed[k].synchronize()
+        self._calls += 1
+        self._go[k].record(self._stream)
+        code = int(self._host.ask("call", binding, k))
+        self._stream.wait_event(self._done[k])
+        self._passed[k].record(self._stream)
+        return code
+
+    def settle(self) -> None:
+        """Wait for every stream of the kernel's process (the judge's device synchronize does
+        not reach another process's work)."""
+        self._host.ask("devsync")
+
+    def check(self) -> None:
+        """Raise SandboxError when the kernel's stream holds an error."""
+        self._host.ask("sync")
+
+    def forget_all(self) -> None:
+        """Unmap every shared allocation in the host (their bindings go with them), then let
+        them go here: called at the end of each scenario, before its buffers are freed."""
+        for buffer, _raw in self._shared.values():
+            self._host.ask("forget", buffer)
+        self._shared.clear()
+
+    def close(self) -> None:
+        self._host.close()

@@ -1,0 +1,48 @@
+/* A stand-in for the few CUDA runtime declarations evaluate/sandbox_host.cpp uses, so the host
+ * builds and runs on a machine with no GPU and no CUDA toolkit (tests/test_sandbox_host.py).
+ * Only what the host needs; the values of the enums are the stand-in's own. */
+#ifndef KS_FAKE_CUDA_RUNTIME_API_H
+#define KS_FAKE_CUDA_RUNTIME_API_H
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cudaError {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorNotReady = 600,
+    cudaErrorIllegalAddress = 700,
+} cudaError_t;
+
+typedef struct KsFakeStream *cudaStream_t;
+typedef struct KsFakeEvent *cudaEvent_t;
+typedef struct cudaIpcEventHandle_st { char reserved[64]; } cudaIpcEventHandle_t;
+typedef struct cudaIpcMemHandle_st { char reserved[64]; } cudaIpcMemHandle_t;
+
+#define cudaStreamNonBlocking 0x01
+#define cudaIpcMemLazyEnablePeerAccess 0x01
+
+const char *cudaGetErrorName(cudaError_t error);
+const char *cudaGetErrorString(cudaError_t error);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaFree(void *pointer);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle);
+cudaError_t cudaIpcOpenMemHandle(void **pointer, cudaIpcMemHandle_t handle, unsigned int flags);
+cudaError_t cudaIpcCloseMemHandle(void *pointer);
+
+/* The stand-in's own, for test candidates: the stream's next query reports this error, as the
+ * real runtime does after a kernel faults. */
+void ks_fake_fault(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,122 @@
+/* The stand-in CUDA runtime behind tests/data/fake_cudart/cuda_runtime_api.h.
+ *
+ * "Device memory" is a file mapped shared: an IPC memory handle holds the file's path (NUL
+ * ended), so the test, in another process, sees what a candidate wrote, as the judge sees its
+ * buffers through CUDA IPC. Events record how often they were waited on and recorded, which the
+ * host reports nowhere: the test counts them from a log file named by KS_FAKE_LOG (appended per
+ * call), because the host itself says nothing it is not asked. Work is synchronous: a "kernel"
+ * is the candidate's host code writing through the pointer. */
+#include "cuda_runtime_api.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct KsFakeStream { int unused; };
+struct KsFakeEvent { char name[64]; };
+
+static struct KsFakeStream the_stream;
+static int device_set = 0;
+static int fault_pending = 0;
+
+static void log_line(const char *what, const char *name) {
+    const char *path = getenv("KS_FAKE_LOG");
+    if (path == NULL) return;
+    FILE *log = fopen(path, "a");
+    if (log == NULL) return;
+    fprintf(log, "%s %s\n", what, name);
+    fclose(log);
+}
+
+const char *cudaGetErrorName(cudaError_t error) {
+    switch (error) {
+        case cudaSuccess: return "cudaSuccess";
+        case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+        case cudaErrorNotReady: return "cudaErrorNotReady";
+        case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    }
+    return "cudaErrorUnknown";
+}
+
+const char *cudaGetErrorString(cudaError_t error) {
+    return error == cudaErrorIllegalAddress ? "an illegal memory access was encountered"
+                                            : "stand-in error";
+}
+
+cudaError_t cudaSetDevice(int device) {
+    if (device != 0) return cudaErrorInvalidValue;
+    device_set = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *pointer) { return pointer == NULL ? cudaSuccess : cudaErrorInvalidValue; }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags) {
+    (void)flags;
+    if (!device_set) return cudaErrorInvalidValue;
+    *stream = &the_stream;
+    return cudaSuccess;
+}
+
+void ks_fake_fault(void) { fault_pending = 1; }
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+    (void)stream;
+    return fault_pending ? cudaErrorIllegalAddress : cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return cudaStreamQuery(stream); }
+cudaError_t cudaDeviceSynchronize(void) { return cudaStreamQuery(&the_stream); }
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+    (void)stream;
+    (void)flags;
+    log_line("wait", event->name);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+    (void)stream;
+    log_line("record", event->name);
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) {
+    struct KsFakeEvent *opened = calloc(1, sizeof *opened);
+    memcpy(opened->name, handle.reserved, sizeof opened->name);
+    opened->name[sizeof opened->name - 1] = '\0';
+    *event = opened;
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenMemHandle(void **pointer, cudaIpcMemHandle_t handle, unsigned int flags) {
+    (void)flags;
+    char path[65];
+    memcpy(path, handle.reserved, 64);
+    path[64] = '\0';
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return cudaErrorInvalidValue;
+    struct stat info;
+    if (fstat(fd, &info) != 0 || info.st_size == 0) {
+        close(fd);
+        return cudaErrorInvalidValue;
+    }
+    void *mapped = mmap(NULL, (size_t)info.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (mapped == MAP_FAILED) return cudaErrorInvalidValue;
+    *pointer = mapped;
+    log_line("open", path);
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcCloseMemHandle(void *pointer) {
+    /* The stand-in forgets the size; unmapping one page is enough to make a later write
+     * through a forgotten pointer fault, which is what a test of `forget` wants to see. */
+    log_line("close", "-");
+    return munmap(pointer, 4096) == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}

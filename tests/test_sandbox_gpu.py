@@ -1,0 +1,155 @@
+"""Kernels judged in a process of their own (``isolation = "process"``), on the GPU.
+
+The same candidates as tests/test_evaluate_gpu.py, judged with every kernel in its own host
+process (evaluate/sandboxed_kernel.py): the honest ones pass, each broken or cheating one fails
+with the reason it gets in-process (or the reason the host gives for the same cause), and the
+kernel's process is shown to hold no Python. Written 2026-12-04 on a machine with no GPU; the
+CPU side of the host is tested in tests/test_sandbox_host.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_evaluate_gpu import BROKEN, KERNELS, NOTHING_TO_COMPUTE, SMALL, TIMED, TIMED_TEN, VARIANTS
+from test_evaluate_gpu import _variant as variant
+
+from kernelseek_tui.evaluate.api import evaluate
+from kernelseek_tui.task import load_task
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK_DIR = ROOT / "kernels" / "flash_fwd"
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(TASK_DIR)
+
+
+def isolated(task, source: Path, **kwargs):
+    return evaluate(task, source, isolation="process", **kwargs)
+
+
+def small(task, source: Path, **kwargs):
+    return isolated(task, source, scenarios_file=SMALL, timed=False, compare=False, **kwargs)
+
+
+def test_the_starting_kernel_passes_all_182_in_a_process_of_its_own(task) -> None:
+    result = isolated(task, task.source, sets=["correctness"], random_count=0, compare=False)
+    assert result.verdict == "pass", result.reasons
+    assert result.summary.passed == result.summary.total == 182
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_subtly_wrong_kernels_still_fail_with_reason(task, tmp_path: Path, name: str) -> None:
+    old, new, expected = VARIANTS[name]
+    result = small(task, variant(tmp_path, name, old, new))
+    assert result.verdict == "fail"
+    text = " ".join(result.reasons)
+    assert any(word in text for word in expected), text
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_kernels_still_fail_with_reason_and_the_next_evaluation_works(
+    task, name: str
+) -> None:
+    result = small(task, KERNELS / name, stall_timeout_s=20)
+    assert result.verdict == "fail", result.reasons
+    text = " ".join(result.reasons)
+    assert any(word in text for word in BROKEN[name]), text
+    after = small(task, task.source)
+    assert after.verdict == "pass", after.reasons
+
+
+def test_rewritten_inputs_are_seen_through_the_shared_buffers(task, tmp_path: Path) -> None:
+    # The memset runs in the kernel's own process, on the mapped allocation: the judge must see
+    # it in its own buffers.
+    source = variant(
+        tmp_path,
+        "zeroes_v_when_timed",
+        NOTHING_TO_COMPUTE,
+        NOTHING_TO_COMPUTE + "\n"
+        "    static int calls = 0;\n"
+        "    if (++calls > 1)\n"
+        "        cudaMemsetAsync(tensors[2], 0, (size_t)batch * p.seqlen_k * p.nheads_kv *"
+        " (size_t)ints[5] * 2, stream);",
+    )
+    result = isolated(task, source, scenarios_file=TIMED, compare=False)
+    assert result.verdict == "fail"
+    assert "modified inputs" in " ".join(result.reasons), result.reasons
+
+
+def test_work_off_the_given_stream_is_still_caught(task, tmp_path: Path) -> None:
+    source = variant(
+        tmp_path,
+        "wrong_stream",
+        "kernel<<<grid, kThreads, T::kSmemBytes, stream>>>(p);",
+        "kernel<<<grid, kThreads, T::kSmemBytes, 0>>>(p);",
+    )
+    result = isolated(task, source, scenarios_file=TIMED, compare=False)
+    assert result.verdict == "fail"
+    text = " ".join(result.reasons)
+    assert any(w in text for w in ("outside the given stream", "NaN", "measured call")), text
+
+
+def test_the_starting_kernel_passes_timed_with_judged_calls_and_peers(task) -> None:
+    result = isolated(task, task.source, scenarios_file=TIMED_TEN)
+    assert result.verdict == "pass", result.reasons
+    assert all(s.passed and s.ms for s in result.scenarios), [s.reasons for s in result.scenarios]
+    assert any(s.peers for s in result.scenarios)
+
+
+PROBE = r"""
+#include <dlfcn.h>
+#include <stdint.h>
+#include <cuda_runtime.h>
+// Writes 1.0f into its first tensor when the process it runs in has a Python interpreter.
+extern "C" int ks_launch(void **tensors, const int64_t *, const double *, void *stream) {
+    float seen = dlsym(RTLD_DEFAULT, "PyGILState_Ensure") != nullptr ? 1.0f : 0.0f;
+    cudaStream_t s = (cudaStream_t)stream;
+    int copied = (int)cudaMemcpyAsync(tensors[0], &seen, sizeof seen, cudaMemcpyHostToDevice, s);
+    return copied | (int)cudaStreamSynchronize(s);
+}
+"""
+
+
+def test_the_kernels_process_holds_no_python(tmp_path: Path) -> None:
+    cp = pytest.importorskip("cupy")
+    from kernelseek_tui.evaluate.buffers import allocate
+    from kernelseek_tui.evaluate.sandboxed_kernel import SandboxedKernel
+    from kernelseek_tui.evaluate.worker import Kernel
+    from kernelseek_tui.task import TensorSpec
+
+    source = tmp_path / "probe.cu"
+    source.write_text(PROBE)
+    library = tmp_path / "libprobe.so"
+    subprocess.run(
+        ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-o", str(library), str(source), "-ldl"],
+        check=True,
+    )
+    spec = TensorSpec(name="seen", dtype="float32", shape=("1",), role="output")
+    stream = cp.cuda.Stream(non_blocking=True)
+    answers = {}
+    for name in ("in-process", "process"):
+        tensor = allocate(cp, spec, (1,), shared=True)
+        tensor.body.fill(-1)
+        cp.cuda.Device().synchronize()
+        kernel = (
+            Kernel(str(library))
+            if name == "in-process"
+            else SandboxedKernel(library, cp=cp, stream=stream, who="the probe")
+        )
+        call = kernel.bind_tensors([tensor], [], [], stream.ptr)
+        assert call() == 0
+        stream.synchronize()
+        if isinstance(kernel, SandboxedKernel):
+            kernel.check()
+            kernel.forget_all()
+            kernel.close()
+        answers[name] = float(tensor.body[0])
+    # The probe sees Python where it is loaded into the judge, and none in its own process.
+    assert answers == {"in-process": 1.0, "process": 0.0}

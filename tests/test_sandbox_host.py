@@ -1,0 +1,362 @@
+"""The candidate's own process (evaluate/sandbox_host.cpp and .py), on the CPU.
+
+The host is built here against a stand-in CUDA runtime (tests/data/fake_cudart): "device
+memory" is a file both processes map, so what a test candidate writes through its tensor
+pointers is read back here as the judge reads its buffers through CUDA IPC. What this covers:
+the protocol, the arguments reaching ks_launch exactly, GO waited on before and DONE recorded
+after every call, a crash or a fault named, the candidate's printf kept out of the replies, the
+judge's environment kept from the candidate, and the host dying with the judge. What it cannot:
+CUDA IPC itself and the timing through it (tests/test_sandbox_gpu.py, on a GPU).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_support import build_fake_host, compile_candidate, have_compilers
+from sandbox_support import handle as stand_in_handle
+
+from kernelseek_tui.evaluate.sandbox_host import (
+    SandboxDied,
+    SandboxError,
+    SandboxHost,
+    bind_command,
+)
+
+pytestmark = pytest.mark.skipif(not have_compilers(), reason="needs gcc and g++")
+GUARD = 256
+
+
+@pytest.fixture(scope="module")
+def fake_host(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The host built on the stand-in runtime."""
+    return build_fake_host(tmp_path_factory.mktemp("fake_host"))
+
+
+def candidate(tmp_path: Path, body: str, name: str = "candidate") -> Path:
+    """A test candidate: ``body`` is the C body of ks_launch (tensors t, ints n, floats f)."""
+    source = tmp_path / f"{name}.c"
+    source.write_text(
+        textwrap.dedent(
+            """
+            #include <stdint.h>
+            #include <stdio.h>
+            #include <stdlib.h>
+            #include <string.h>
+            void ks_fake_fault(void);
+            int ks_launch(void **t, const int64_t *n, const double *f, void *stream) {
+                (void)stream;
+            """
+        )
+        + textwrap.indent(textwrap.dedent(body), "    ")
+        + "\n}\n"
+    )
+    return compile_candidate(source, tmp_path / f"lib{name}.so")
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A directory with a short path: the stand-in's handles hold a path of under 64 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="ks", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def shared_buffer(directory: Path, name: str, floats: int) -> Path:
+    """A "device allocation": guard bytes, then ``floats`` float32 values (zero)."""
+    path = directory / name
+    path.write_bytes(b"\x5a" * GUARD + bytes(4 * floats))
+    return path
+
+
+def handle(text: str) -> str:
+    return stand_in_handle(text).hex()
+
+
+def read_floats(path: Path, count: int) -> list[float]:
+    return list(struct.unpack(f"={count}f", path.read_bytes()[GUARD : GUARD + 4 * count]))
+
+
+class Rig:
+    """A host with one slot and two buffers mapped: buffer 0 ("in") and 1 ("out")."""
+
+    def __init__(self, host: Path, buffers: Path, library: Path, **kwargs: object) -> None:
+        self.log = buffers / "fake.log"
+        self.log.write_text("")
+        environment = {"KS_FAKE_LOG": str(self.log)}
+        environment.update(kwargs.pop("extra_environment", {}))  # type: ignore[arg-type]
+        self.host = SandboxHost(host, library, extra_environment=environment, **kwargs)  # type: ignore[arg-type]
+        self.inputs = shared_buffer(buffers, "in.bin", 4)
+        self.outputs = shared_buffer(buffers, "out.bin", 4)
+        self.inputs.write_bytes(b"\x5a" * GUARD + struct.pack("=4f", 1.0, 2.0, 3.0, 4.0))
+        self.host.ask("device", 0)
+        self.host.ask("slot", 0, handle("go0"), handle("done0"))
+        self.host.ask("load")
+        self.host.ask("buffer", 0, handle(str(self.inputs)))
+        self.host.ask("buffer", 1, handle(str(self.outputs)))
+
+    def bind(self, ints: list[int], floats: list[float]) -> None:
+        self.host.ask(bind_command(0, [(0, GUARD), (1, GUARD)], ints, floats))
+
+
+SCALE_AND_ADD = """
+    const float *in = (const float *)t[0];
+    float *out = (float *)t[1];
+    for (int i = 0; i < 4; ++i) out[i] = in[i] * (float)f[0] + (float)n[0];
+    return 0;
+"""
+
+
+def test_a_call_reaches_ks_launch_with_the_exact_arguments(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, SCALE_AND_ADD))
+    try:
+        rig.bind([10], [0.5])
+        assert rig.host.ask("call", 0, 0) == "0"
+        assert read_floats(rig.outputs, 4) == [10.5, 11.0, 11.5, 12.0]
+        # GO waited on before the call, DONE recorded after it: the judge's events bracket it.
+        assert rig.log.read_text().splitlines()[-2:] == ["wait go0", "record done0"]
+    finally:
+        rig.host.close()
+
+
+def test_floats_and_ints_cross_bit_for_bit(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # The candidate writes the bits it was given back: a float that decimal text would round.
+    body = """
+        memcpy(t[1], &f[1], sizeof(double));
+        memcpy((char *)t[1] + 8, &n[1], sizeof(int64_t));
+        return 0;
+    """
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, body))
+    try:
+        rig.bind([0, -(2**62) - 3], [0.0, 0.1 + 2**-52])
+        raw = rig.outputs.read_bytes()[GUARD : GUARD + 16]
+        assert struct.unpack("=d", raw[:8])[0] == 0.0  # nothing written before the call
+        rig.host.ask("call", 0, 0)
+        raw = rig.outputs.read_bytes()[GUARD : GUARD + 16]
+        assert struct.unpack("=dq", raw) == (0.1 + 2**-52, -(2**62) - 3)
+    finally:
+        rig.host.close()
+
+
+def test_the_return_code_of_ks_launch_comes_back(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, "return 7;"))
+    try:
+        rig.bind([], [])
+        assert rig.host.ask("call", 0, 0) == "7"
+    finally:
+        rig.host.close()
+
+
+def test_a_crash_in_the_candidate_is_named_and_the_judge_lives(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, "*(volatile int *)0 = 1; return 0;"))
+    try:
+        rig.bind([], [])
+        with pytest.raises(SandboxDied, match=r"the candidate's process died \(SIGSEGV\)"):
+            rig.host.ask("call", 0, 0)
+    finally:
+        rig.host.close()
+
+
+def test_a_fault_found_later_is_reported_by_the_watcher(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # As on a GPU: the call itself returns, the fault shows on the stream afterwards, while the
+    # judge would be waiting on the GPU and reading nothing.
+    reported: list[str] = []
+    seen = threading.Event()
+
+    def on_death(reason: str) -> None:
+        reported.append(reason)
+        seen.set()
+
+    rig = Rig(
+        fake_host,
+        short_dir,
+        candidate(tmp_path, "ks_fake_fault(); return 0;"),
+        who="the best kernel",
+        on_death=on_death,
+    )
+    try:
+        rig.bind([], [])
+        assert rig.host.ask("call", 0, 0) == "0"
+        assert seen.wait(5), "the watcher never reported the fault"
+        assert reported == [
+            "the best kernel's kernel faulted: cudaErrorIllegalAddress: "
+            "an illegal memory access was encountered"
+        ]
+    finally:
+        rig.host.close()
+
+
+def test_the_candidate_printing_does_not_reach_the_replies(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    body = 'printf("ok 99\\n"); fflush(stdout); fprintf(stderr, "error x\\n"); return 0;'
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, body))
+    try:
+        rig.bind([], [])
+        assert rig.host.ask("call", 0, 0) == "0"
+        assert rig.host.ask("call", 0, 0) == "0"
+    finally:
+        rig.host.close()
+
+
+def test_the_candidate_sees_none_of_the_judges_environment(
+    fake_host: Path, tmp_path: Path, short_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELSEEK_CACHE", "/where/the/baseline/timings/are")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-not-for-kernels")
+    body = """
+        float *out = (float *)t[1];
+        out[0] = getenv("KERNELSEEK_CACHE") != NULL;
+        out[1] = getenv("ANTHROPIC_API_KEY") != NULL;
+        out[2] = getenv("KS_FAKE_LOG") != NULL;
+        return 0;
+    """
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, body))
+    try:
+        rig.bind([], [])
+        rig.host.ask("call", 0, 0)
+        # KS_FAKE_LOG is the test's own, passed on purpose: the check can see a variable.
+        assert read_floats(rig.outputs, 3) == [0.0, 0.0, 1.0]
+    finally:
+        rig.host.close()
+
+
+def test_a_forgotten_buffer_takes_its_bindings_with_it(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, SCALE_AND_ADD))
+    try:
+        rig.bind([1], [1.0])
+        rig.host.ask("forget", 1)
+        with pytest.raises(SandboxError, match="binding 0 does not exist"):
+            rig.host.ask("call", 0, 0)
+        with pytest.raises(SandboxError, match="buffer 1 is not mapped"):
+            rig.bind([1], [1.0])
+        assert "close -" in rig.log.read_text()
+    finally:
+        rig.host.close()
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("bind 0 2 0:0", "usage: bind"),
+        ("bind 0 1 7:0 0 0", "buffer 7 is not mapped"),
+        ("bind 0 1 0:-4 0 0", "usage: bind"),
+        ("call 3 0", "binding 3 does not exist"),
+        ("slot 1 00 00", "usage: slot"),
+        ("frobnicate", "unknown command frobnicate"),
+    ],
+)
+def test_malformed_commands_are_refused_by_name(
+    fake_host: Path, tmp_path: Path, short_dir: Path, command: str, words: str
+) -> None:
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, "return 0;"))
+    try:
+        with pytest.raises(SandboxError, match=words):
+            rig.host.ask(command)
+        assert rig.host.ask("sync") == ""  # and the host still answers
+    finally:
+        rig.host.close()
+
+
+def test_nothing_runs_before_the_device_is_set(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    host = SandboxHost(fake_host, candidate(tmp_path, "return 0;"))
+    try:
+        with pytest.raises(SandboxError, match="device is not set"):
+            host.ask("load")
+    finally:
+        host.close()
+
+
+def test_a_library_without_ks_launch_is_refused(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    source = tmp_path / "other.c"
+    source.write_text("int something_else(void) { return 0; }\n")
+    library = tmp_path / "libother.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    host = SandboxHost(fake_host, library)
+    try:
+        host.ask("device", 0)
+        with pytest.raises(SandboxError, match="does not export ks_launch"):
+            host.ask("load")
+    finally:
+        host.close()
+
+
+def test_the_host_dies_with_its_judge(fake_host: Path, tmp_path: Path, short_dir: Path) -> None:
+    # A judge process that starts a host, says its pid, and dies without closing it.
+    library = candidate(tmp_path, "return 0;")
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        from pathlib import Path
+        from kernelseek_tui.evaluate.sandbox_host import SandboxHost
+        host = SandboxHost(Path({str(fake_host)!r}), Path({str(library)!r}))
+        host.ask("device", 0)
+        print(host.pid, flush=True)
+        os._exit(0)
+        """
+    )
+    judge = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    pid = int(judge.stdout.strip())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    pytest.fail("the host outlived its judge")
+
+
+def test_bind_command_spells_floats_as_their_bits() -> None:
+    line = bind_command(2, [(0, 64), (1, 0)], [3, -4], [0.5])
+    assert line == f"bind 2 2 0:64 1:0 2 3 -4 1 {struct.pack('=d', 0.5).hex()}"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_the_real_host_is_built_once_and_names_a_missing_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernelseek_tui.evaluate.sandbox_host import host_executable
+
+    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
+    first = host_executable()
+    built_at = first.stat().st_mtime_ns
+    assert host_executable() == first and first.stat().st_mtime_ns == built_at
+    if shutil.which("nvidia-smi") is not None:
+        pytest.skip("a GPU may be visible here: the missing-GPU reply is for machines without")
+    host = SandboxHost(first, candidate(tmp_path, "return 0;"))
+    try:
+        with pytest.raises(SandboxError, match=r"the candidate's process: cudaError\w+"):
+            host.ask("device", 0)
+    finally:
+        host.close()

@@ -1,0 +1,206 @@
+"""The judge's side of a kernel in its own process (evaluate/sandboxed_kernel.py), on the CPU:
+the host built on the stand-in runtime (tests/sandbox_support.py), and a stand-in for the few
+CuPy calls the class makes (events, IPC handles, the stream). What it shows: each call is
+GO recorded, the call enqueued, DONE waited on, in that order on the judge's stream; an event
+pair is reused only after the judge's stream has passed its last use; tensors reach the kernel at
+their offsets inside their own allocations; a pooled allocation is refused; a scenario's buffers
+are unmapped at its end. The GPU side is tests/test_sandbox_gpu.py."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from sandbox_support import build_fake_host, compile_candidate, handle, have_compilers
+
+from kernelseek_tui.evaluate import sandbox_host
+from kernelseek_tui.evaluate.buffers import GuardedTensor
+from kernelseek_tui.evaluate.sandboxed_kernel import SLOTS, SandboxedKernel
+from kernelseek_tui.task import TensorSpec
+
+pytestmark = pytest.mark.skipif(not have_compilers(), reason="needs gcc and g++")
+GUARD = 128
+SPEC = TensorSpec(name="x", dtype="float32", shape=("4",), role="output")
+
+
+@pytest.fixture(scope="module")
+def fake_host(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_fake_host(tmp_path_factory.mktemp("fake_host"))
+
+
+@pytest.fixture
+def short_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="ks", dir="/tmp"))
+    log = path / "log"
+    log.write_text("")
+    monkeypatch.setenv("KS_FAKE_LOG", str(log))
+    monkeypatch.setattr(
+        sandbox_host, "KEPT_ENVIRONMENT", (*sandbox_host.KEPT_ENVIRONMENT, "KS_FAKE_LOG")
+    )
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class StandInCupy:
+    """Events, IPC handles and a stream that log what the judge enqueues, in order."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.files: dict[int, Path] = {}  # allocation pointer -> its file
+        self._events = 0
+        cupy = self
+
+        class Event:
+            def __init__(self, block: bool, disable_timing: bool, interprocess: bool = False):
+                assert disable_timing, "events that cross processes cannot time"
+                cupy._events += 1
+                self.ptr = cupy._events
+                kind = "ipc" if interprocess else "local"
+                self.name = f"{kind}{self.ptr}"
+
+            def record(self, stream: Any) -> None:
+                cupy.log.append(f"record {self.name}")
+
+            def synchronize(self) -> None:
+                cupy.log.append(f"sync {self.name}")
+
+        self.events: dict[int, Event] = {}
+
+        def event(**kwargs: Any) -> Event:
+            made = Event(**kwargs)
+            self.events[made.ptr] = made
+            return made
+
+        self.cuda = SimpleNamespace(
+            Device=lambda: SimpleNamespace(id=0),
+            Event=event,
+            runtime=SimpleNamespace(
+                ipcGetEventHandle=lambda ptr: handle(self.events[ptr].name),
+                ipcGetMemHandle=lambda ptr: handle(str(self.files[ptr])),
+            ),
+        )
+        self.stream = SimpleNamespace(
+            ptr=99, wait_event=lambda e: self.log.append(f"wait {e.name}")
+        )
+
+    def tensor(self, path: Path, base: int, floats: int = 4, shared: bool = True) -> GuardedTensor:
+        """A tensor at GUARD bytes into an allocation backed by ``path``."""
+        path.write_bytes(bytes(GUARD + 4 * floats))
+        self.files[base] = path
+        raw = SimpleNamespace(data=SimpleNamespace(ptr=base))
+        body = SimpleNamespace(data=SimpleNamespace(ptr=base + GUARD))
+        return GuardedTensor(spec=SPEC, raw=raw, body=body, shape=(floats,), shared=shared)
+
+
+def candidate(tmp_path: Path) -> Path:
+    source = tmp_path / "count.c"
+    source.write_text(
+        textwrap.dedent(
+            """
+            #include <stdint.h>
+            int ks_launch(void **t, const int64_t *n, const double *f, void *stream) {
+                (void)stream;
+                float *out = (float *)t[0];
+                out[0] += 1.0f;              /* calls so far */
+                out[1] = (float)n[0];
+                out[2] = (float)f[0];
+                return 0;
+            }
+            """
+        )
+    )
+    return compile_candidate(source, tmp_path / "libcount.so")
+
+
+def kernel(fake_host: Path, cupy: StandInCupy, tmp_path: Path) -> SandboxedKernel:
+    return SandboxedKernel(
+        candidate(tmp_path),
+        cp=cupy,
+        stream=cupy.stream,
+        who="the candidate",
+        executable=fake_host,
+    )
+
+
+def floats(path: Path, count: int = 3) -> tuple[float, ...]:
+    return struct.unpack(f"={count}f", path.read_bytes()[GUARD : GUARD + 4 * count])
+
+
+def test_a_call_is_bracketed_on_the_judges_stream(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    cupy = StandInCupy()
+    sandboxed = kernel(fake_host, cupy, tmp_path)
+    try:
+        out = cupy.tensor(short_dir / "out", base=1 << 20)
+        call = sandboxed.bind_tensors([out], [5], [0.25], cupy.stream.ptr)
+        cupy.log.clear()
+        assert call() == 0
+        # Slot 0: its GO is ipc1, its DONE ipc(1 + SLOTS), the judge's marker after the wait.
+        go, done, passed = "ipc1", f"ipc{1 + SLOTS}", f"local{1 + 2 * SLOTS}"
+        assert cupy.log == [f"record {go}", f"wait {done}", f"record {passed}"]
+        host_log = (short_dir / "log").read_text().splitlines()
+        assert host_log[-2:] == [f"wait {go}", f"record {done}"]
+        assert floats(short_dir / "out") == (1.0, 5.0, 0.25)
+    finally:
+        sandboxed.close()
+
+
+def test_an_event_pair_is_reused_only_after_the_stream_passed_it(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    cupy = StandInCupy()
+    sandboxed = kernel(fake_host, cupy, tmp_path)
+    try:
+        out = cupy.tensor(short_dir / "out", base=1 << 20)
+        call = sandboxed.bind_tensors([out], [0], [0.0], cupy.stream.ptr)
+        cupy.log.clear()
+        for _ in range(SLOTS):
+            call()
+        assert not any(line.startswith("sync") for line in cupy.log)
+        cupy.log.clear()
+        call()  # slot 0 again
+        assert cupy.log[:2] == [f"sync local{1 + 2 * SLOTS}", "record ipc1"]
+        assert floats(short_dir / "out", 1) == (SLOTS + 1.0,)
+    finally:
+        sandboxed.close()
+
+
+def test_an_allocation_is_mapped_once_and_unmapped_at_the_end(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    cupy = StandInCupy()
+    sandboxed = kernel(fake_host, cupy, tmp_path)
+    try:
+        out = cupy.tensor(short_dir / "out", base=1 << 20)
+        sandboxed.bind_tensors([out], [0], [0.0], cupy.stream.ptr)
+        sandboxed.bind_tensors([out], [1], [0.0], cupy.stream.ptr)
+        host_log = (short_dir / "log").read_text()
+        assert host_log.count("open ") == 1
+        sandboxed.forget_all()
+        assert (short_dir / "log").read_text().count("close ") == 1
+    finally:
+        sandboxed.close()
+
+
+def test_a_pooled_allocation_or_another_stream_is_refused(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    cupy = StandInCupy()
+    sandboxed = kernel(fake_host, cupy, tmp_path)
+    try:
+        pooled = cupy.tensor(short_dir / "pooled", base=1 << 21, shared=False)
+        with pytest.raises(ValueError, match="pooled allocation"):
+            sandboxed.bind_tensors([pooled], [0], [0.0], cupy.stream.ptr)
+        own = cupy.tensor(short_dir / "own", base=1 << 22)
+        with pytest.raises(ValueError, match="stream it was made with"):
+            sandboxed.bind_tensors([own], [0], [0.0], cupy.stream.ptr + 1)
+    finally:
+        sandboxed.close()
