@@ -1,9 +1,10 @@
 """What judging a kernel in a process of its own costs its figure, run by hand on the GPU box.
 
 1. The hand-over alone: an empty kernel, timed by the judge's "flushed" method
-   (evaluate/timing.py) loaded in-process and in its own process (evaluate/sandboxed_kernel.py),
-   in turn, ``--rounds`` times each. The difference of the medians is what the two streams'
-   hand-over (GO and DONE across processes, and contexts) adds to every timed call.
+   (evaluate/timing.py) loaded in-process and in its own process (evaluate/sandboxed_kernel.py,
+   behind the gate, as the worker times it), in turn, ``--rounds`` times each. The difference
+   of the medians is what the two streams' hand-over (GO and DONE across processes, and
+   contexts) adds to every timed call.
 2. The same on real work: ``--source`` (default sm90.cu) on the bench shapes given, each
    evaluated in-process and isolated in turn (A B B A), FA3 and cuDNN beside it in each run:
    per shape the candidate's milliseconds both ways, their ratio, and x FA3 both ways.
@@ -42,6 +43,7 @@ def empty_kernel_handover(rounds: int) -> dict[str, list[float]]:
     import cupy as cp
 
     from kernelseek_tui.evaluate.buffers import allocate
+    from kernelseek_tui.evaluate.gate import StreamGate
     from kernelseek_tui.evaluate.sandboxed_kernel import SandboxedKernel
     from kernelseek_tui.evaluate.timing import time_calls
     from kernelseek_tui.evaluate.worker import Kernel
@@ -69,6 +71,8 @@ def empty_kernel_handover(rounds: int) -> dict[str, list[float]]:
         "in-process": Kernel(str(library)),
         "process": SandboxedKernel(library, cp=cp, stream=stream, who="the empty kernel"),
     }
+    # As the worker times them: the isolated kernel behind the gate, the in-process one without.
+    gates = {"in-process": None, "process": StreamGate(cp, stream)}
     medians: dict[str, list[float]] = {name: [] for name in kernels}
     timing = Timing()
     with stream:
@@ -81,7 +85,7 @@ def empty_kernel_handover(rounds: int) -> dict[str, list[float]]:
                     if launch() != 0:
                         raise RuntimeError("the empty kernel failed to launch")
 
-                stats = time_calls(cp, stream, call, 1, timing)
+                stats = time_calls(cp, stream, call, 1, timing, gate=gates[name])
                 medians[name].append(stats.median_ms * 1000.0)  # microseconds
     kernels["process"].forget_all()
     kernels["process"].close()

@@ -244,3 +244,37 @@ def test_the_cross_check_waits_for_work_in_another_process_before_it_stops_the_c
     # The same kernel with nothing left running elsewhere is not flagged.
     gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
     assert not time_calls(gpu.cp, gpu.stream, gpu.call, 1, timing, settle=lambda: None).hidden_work
+
+
+class LoggingGate:
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu = gpu
+
+    def hold(self) -> None:
+        self.gpu.log.append("gate")
+
+    def release(self) -> None:
+        self.gpu.log.append("open")
+
+
+def test_a_gate_holds_each_sample_from_after_its_flush_until_it_is_enqueued() -> None:
+    # A slow host (a kernel in another process): with a gate, every sample is held after its
+    # flush, before its start event, and opened only once its end event is enqueued; the
+    # head-start hold the slow host would get without a gate is not needed.
+    gpu = FakeGpu(kernel_ms=0.05, flush_ms=0.01)
+
+    def slow_launch(index: int) -> None:
+        time.sleep(0.0005)
+        gpu.call(index)
+
+    timing = Timing(method="flushed", warmup_ms=1, rep_ms=2, max_reps=20)
+    stats = time_calls(gpu.cp, gpu.stream, slow_launch, 2, timing, gate=LoggingGate(gpu))
+    assert "hold" not in gpu.log
+    gates = [i for i, line in enumerate(gpu.log) if line == "gate"]
+    assert len(gates) >= len(stats.samples_ms)
+    for i in gates:
+        assert gpu.log[i - 1] == "flush" and gpu.log[i + 1].startswith("call")
+        assert gpu.log[i + 2] == "open"
+    # No sample goes ungated: a call right after a flush is always behind a gate.
+    pairs = zip(gpu.log, gpu.log[1:], strict=False)
+    assert not any(a == "flush" and b.startswith("call") for a, b in pairs)

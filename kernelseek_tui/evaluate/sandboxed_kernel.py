@@ -7,7 +7,8 @@ How a call is bracketed. The judge's stream records GO, the host is asked to enq
 DONE. The timing events (evaluate/timing.py) are on the judge's stream around all of it, so a
 figure comes from the judge's own events and the GPU's ordering, never from the host; what it
 adds to a call is the hand-over between the two streams (and contexts), which
-benchmarks/sandbox_handover.py measures with an empty kernel.
+benchmarks/sandbox_handover.py measures with an empty kernel. The pipe round trip itself is kept
+out of the samples by the gate before each start event (evaluate/gate.py).
 
 The events cross processes, so they are interprocess events, which CUDA makes without timing.
 They come in a ring of ``SLOTS`` pairs, and a pair is reused only once the judge's stream has

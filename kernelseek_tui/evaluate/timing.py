@@ -62,6 +62,15 @@ class MeasuredCall(NamedTuple):
     set_index: int  # the input set it runs on
 
 
+class Gate(Protocol):
+    """Holds the stream just before a sample's start event until the sample is enqueued up to
+    its end event (evaluate/gate.py): for calls whose host is slower than the GPU."""
+
+    def hold(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
 class MeasuredCallHooks(Protocol):
     """The evaluator's work around the measured calls (not the probe, warm-up or cross-check).
 
@@ -89,6 +98,7 @@ def time_calls(
     after_warmup: Callable[[], None] | None = None,
     hooks: MeasuredCallHooks | None = None,
     settle: Callable[[], None] | None = None,
+    gate: Gate | None = None,
 ) -> TimingStats:
     """Median milliseconds per call of ``call(set_index)``, rotating through ``n_sets`` sets.
 
@@ -96,10 +106,11 @@ def time_calls(
     evaluator changes the inputs there, so that the measured calls must really compute.
     ``hooks`` run around every measured sample, outside its events (see MeasuredCallHooks).
     ``settle`` waits for work this process's device synchronize cannot see (a kernel in a
-    process of its own); the cross-check's wall clock runs until it returns.
+    process of its own); the cross-check's wall clock runs until it returns. ``gate`` holds the
+    stream before every start event until the sample is enqueued (see Gate).
     """
     if timing.method == "flushed":
-        return _time_flushed(cp, stream, call, n_sets, timing, after_warmup, hooks, settle)
+        return _time_flushed(cp, stream, call, n_sets, timing, after_warmup, hooks, settle, gate)
     start, end = cp.cuda.Event(), cp.cuda.Event()
 
     def run_batch(calls: int, first_ordinal: int | None = None) -> float:
@@ -109,10 +120,14 @@ def time_calls(
         if hooks is not None and first_ordinal is not None:
             measured = [MeasuredCall(first_ordinal + i, i % n_sets) for i in range(calls)]
             hooks.before_sample(measured)
+        if gate is not None:
+            gate.hold()
         start.record(stream)
         for i in range(calls):
             call(i % n_sets)
         end.record(stream)
+        if gate is not None:
+            gate.release()
         if hooks is not None and measured:
             hooks.after_sample(measured)
         end.synchronize()
@@ -211,7 +226,11 @@ class _FlushedSample(NamedTuple):
 
 
 def _enqueue_flushed(
-    cp: Any, stream: Any, flush_l2: Callable[[], None], samples: Sequence[_FlushedSample]
+    cp: Any,
+    stream: Any,
+    flush_l2: Callable[[], None],
+    samples: Sequence[_FlushedSample],
+    gate: Gate | None = None,
 ) -> list[tuple[Any, Any]]:
     """Enqueue each sample alone after a flush, between a pair of events; its hooks just outside.
     The events are all made first, so no event creation sits between two samples."""
@@ -222,9 +241,13 @@ def _enqueue_flushed(
         if hooks is not None:
             hooks.before_sample((measured,))
         flush_l2()
+        if gate is not None:
+            gate.hold()
         start.record(stream)
         call(measured.set_index)
         end.record(stream)
+        if gate is not None:
+            gate.release()
         if hooks is not None:
             hooks.after_sample((measured,))
     return events
@@ -248,6 +271,7 @@ def _plan_flushed(
     calls: Sequence[Callable[[int], None]],
     n_sets: int,
     timing: Timing,
+    gate: Gate | None = None,
 ) -> _FlushedPlan:
     """A short probe: what one round costs the GPU (the flushes included) and the host; from it
     the warm-up and measured rounds, sized so that each callable gets about the samples it would
@@ -259,7 +283,7 @@ def _plan_flushed(
         for call in calls
     ]
     began = time.perf_counter()
-    probe_events = _enqueue_flushed(cp, stream, flush_l2, rounds)
+    probe_events = _enqueue_flushed(cp, stream, flush_l2, rounds, gate)
     host_ms = (time.perf_counter() - began) * 1000.0 / probe
     probed = _elapsed(cp, probe_events)
     kernel_ms = [statistics.median(probed[k :: len(calls)]) for k in range(len(calls))]
@@ -283,29 +307,31 @@ def _time_flushed(
     after_warmup: Callable[[], None] | None,
     hooks: MeasuredCallHooks | None,
     settle: Callable[[], None] | None = None,
+    gate: Gate | None = None,
 ) -> TimingStats:
     flush_l2 = _l2_flusher(cp, stream, timing.flush_mb)
 
     def samples(count: int, hooked: MeasuredCallHooks | None = None) -> list[_FlushedSample]:
         return [_FlushedSample(call, MeasuredCall(i, i % n_sets), hooked) for i in range(count)]
 
-    warmup, reps, deficit = _plan_flushed(cp, stream, flush_l2, (call,), n_sets, timing)
+    warmup, reps, deficit = _plan_flushed(cp, stream, flush_l2, (call,), n_sets, timing, gate)
     # Warm-up and measured calls go out in one stream of work, so the GPU reaches its steady
     # clocks before the measured ones and never idles between them. Where the host enqueues a
     # sample more slowly than the GPU runs it (a peer with a long Python-side launch on a short
     # kernel), the stream is held for the difference first; otherwise the host's launch time
     # would sit between a start event and its kernel.
-    if deficit > 0:
+    # A gate makes a slow host harmless sample by sample: no head start then.
+    if deficit > 0 and gate is None:
         _hold_stream(cp, stream, min(_MAX_HEAD_START_MS, 1.2 * deficit + 1.0))
     # The hooks' host time is not in the probe above, so no hold is sized for it: the evaluator's
     # hooks launch one small kernel per sample, estimated (not measured) to cost the host less
     # than the flush of at least 64 MiB costs the GPU in the same sample.
-    _enqueue_flushed(cp, stream, flush_l2, samples(warmup))
+    _enqueue_flushed(cp, stream, flush_l2, samples(warmup), gate)
     if after_warmup is not None:
         after_warmup()
     if hooks is not None:
         hooks.plan(reps, 1)
-    measured = _elapsed(cp, _enqueue_flushed(cp, stream, flush_l2, samples(reps, hooks)))
+    measured = _elapsed(cp, _enqueue_flushed(cp, stream, flush_l2, samples(reps, hooks), gate))
     median = statistics.median(measured)
     stats = TimingStats(median_ms=median, samples_ms=measured, calls_per_sample=1)
     # The cross-check needs enough back-to-back calls for its wall clock to mean something.
@@ -353,6 +379,7 @@ def time_interleaved(
     after_warmup: Callable[[], None] | None = None,
     hooks: Sequence[MeasuredCallHooks | None] | None = None,
     settle: Callable[[], None] | None = None,
+    gate: Gate | None = None,
 ) -> InterleavedTimings:
     """Time ``calls`` (two or more) in turn, one sample of each per round, with the "flushed"
     method of ``time_calls``: an L2 flush before every sample, each callable's hooks around its
@@ -364,7 +391,7 @@ def time_interleaved(
     The rounds are even in number, so each callable leads in as many rounds as the other.
     With ``timing.turn_run`` above 1 a callable takes that many samples in a row in each round
     (A A A B B B, B B B A A A, ...); sample ``r`` of one is still paired with sample ``r`` of
-    another in ``ratios``.
+    another in ``ratios``. ``settle`` and ``gate`` as in ``time_calls``.
     """
     if len(calls) < 2:
         raise ValueError("time_interleaved needs two callables or more")
@@ -386,19 +413,22 @@ def time_interleaved(
             for r in range(block * run, (block + 1) * run)
         ]
 
-    warmup, reps, deficit = _plan_flushed(cp, stream, flush_l2, calls, n_sets, timing)
+    warmup, reps, deficit = _plan_flushed(cp, stream, flush_l2, calls, n_sets, timing, gate)
     # Whole rounds, even in number, so each callable leads in as many rounds as the others.
     warmup = run * math.ceil(warmup / run)
     reps = max(2 * run, reps - reps % (2 * run))
-    if deficit > 0:
+    # A gate makes a slow host harmless sample by sample: no head start then.
+    if deficit > 0 and gate is None:
         _hold_stream(cp, stream, min(_MAX_HEAD_START_MS, 1.2 * deficit + 1.0))
-    _enqueue_flushed(cp, stream, flush_l2, rounds(warmup, measured=False))
+    _enqueue_flushed(cp, stream, flush_l2, rounds(warmup, measured=False), gate)
     if after_warmup is not None:
         after_warmup()
     for callable_hooks in hooked:
         if callable_hooks is not None:
             callable_hooks.plan(reps, 1)
-    elapsed = _elapsed(cp, _enqueue_flushed(cp, stream, flush_l2, rounds(reps, measured=True)))
+    elapsed = _elapsed(
+        cp, _enqueue_flushed(cp, stream, flush_l2, rounds(reps, measured=True), gate)
+    )
     samples: list[list[float]] = [[] for _ in calls]
     for position, ms in enumerate(elapsed):
         block, within = divmod(position, run * len(calls))

@@ -40,6 +40,7 @@ from kernelseek_tui.evaluate.buffers import GuardedTensor, allocate, fill_random
 from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
+from kernelseek_tui.evaluate.gate import StreamGate
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
@@ -217,6 +218,9 @@ class Evaluation:
             else None
         )
         self.settle = self._settle if self.isolated else None
+        # A kernel in another process is a pipe round trip away: each sample's start event
+        # waits behind a gate until the sample is enqueued (evaluate/gate.py).
+        self.gate = StreamGate(cp, self.stream) if self.isolated else None
         self.baseline_cache = (
             BaselineCache(Path(request["baseline_cache"]), request["baseline_key"], self.device)
             if request.get("baseline_cache")
@@ -396,6 +400,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
                 after_warmup=after_warmup,
                 hooks=hooks,
                 settle=ev.settle,
+                gate=ev.gate,
             )
             stats = in_turn.stats[0]
             if paired is not None:
@@ -413,6 +418,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
                 after_warmup=refill,
                 hooks=watch,
                 settle=ev.settle,
+                gate=ev.gate,
             )
     except LaunchFailed:
         result.passed = False
@@ -884,7 +890,7 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
 
     ev.emit({"type": "progress", "index": index, "scenario": scenario["name"], "phase": "baseline"})
     try:
-        stats = time_calls(cp, ev.stream, call, n_sets, task.timing, settle=ev.settle)
+        stats = time_calls(cp, ev.stream, call, n_sets, task.timing, settle=ev.settle, gate=ev.gate)
     except LaunchFailed:
         return None
     ev.sync("the starting kernel")
