@@ -22,6 +22,7 @@ import platform
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +68,20 @@ def empty_kernel_handover(rounds: int) -> dict[str, list[float]]:
     stream = cp.cuda.Stream(non_blocking=True)
     spec = TensorSpec(name="x", dtype="float32", shape=("1",), role="output")
     tensor = allocate(cp, spec, (1,), shared=True)
-    kernels: dict[str, Any] = {
-        "in-process": Kernel(str(library)),
-        "process": SandboxedKernel(library, cp=cp, stream=stream, who="the empty kernel"),
-    }
+    # What a process of its own costs an evaluation once per kernel: start, context, events,
+    # load (the worker makes up to three: the candidate, the starting kernel, the best so far).
+    began = time.perf_counter()
+    isolated = SandboxedKernel(library, cp=cp, stream=stream, who="the empty kernel")
+    start_ms = (time.perf_counter() - began) * 1000.0
+    kernels: dict[str, Any] = {"in-process": Kernel(str(library)), "process": isolated}
     # As the worker times them: the isolated kernel behind the gate, the in-process one without.
     gates = {"in-process": None, "process": StreamGate(cp, stream)}
     medians: dict[str, list[float]] = {name: [] for name in kernels}
+    medians["host start (ms)"] = [start_ms]
     timing = Timing()
     with stream:
         for r in range(rounds):
-            order = list(kernels) if r % 2 == 0 else list(kernels)[::-1]
+            order = ["in-process", "process"] if r % 2 == 0 else ["process", "in-process"]
             for name in order:
                 launch = kernels[name].bind_tensors([tensor], [], [], stream.ptr)
 
@@ -125,9 +129,10 @@ def main() -> int:
 
     medians = empty_kernel_handover(args.rounds)
     print("\n| empty kernel, flushed | median of medians (us) | per round (us) |\n|---|---|---|")
-    for name, values in medians.items():
-        rounds = ", ".join(f"{v:.1f}" for v in values)
-        print(f"| {name} | {statistics.median(values):.1f} | {rounds} |")
+    for name in ("in-process", "process"):
+        rounds = ", ".join(f"{v:.1f}" for v in medians[name])
+        print(f"| {name} | {statistics.median(medians[name]):.1f} | {rounds} |")
+    print(f"\nthe kernel's process started in {medians['host start (ms)'][0]:.0f} ms")
     handover = statistics.median(medians["process"]) - statistics.median(medians["in-process"])
     print(f"\nhand-over added per call: {handover:.1f} us")
 

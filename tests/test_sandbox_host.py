@@ -96,13 +96,13 @@ class Rig:
         self.log.write_text("")
         environment = {"KS_FAKE_LOG": str(self.log)}
         environment.update(kwargs.pop("extra_environment", {}))  # type: ignore[arg-type]
-        self.host = SandboxHost(host, library, extra_environment=environment, **kwargs)  # type: ignore[arg-type]
+        self.host = SandboxHost(host, extra_environment=environment, **kwargs)  # type: ignore[arg-type]
         self.inputs = shared_buffer(buffers, "in.bin", 4)
         self.outputs = shared_buffer(buffers, "out.bin", 4)
         self.inputs.write_bytes(b"\x5a" * GUARD + struct.pack("=4f", 1.0, 2.0, 3.0, 4.0))
         self.host.ask("device", 0)
         self.host.ask("slot", 0, handle("go0"), handle("done0"))
-        self.host.ask("load")
+        self.host.ask("load", library)
         self.host.ask("buffer", 0, handle(str(self.inputs)))
         self.host.ask("buffer", 1, handle(str(self.outputs)))
 
@@ -284,10 +284,10 @@ def test_malformed_commands_are_refused_by_name(
 def test_nothing_runs_before_the_device_is_set(
     fake_host: Path, tmp_path: Path, short_dir: Path
 ) -> None:
-    host = SandboxHost(fake_host, candidate(tmp_path, "return 0;"))
+    host = SandboxHost(fake_host)
     try:
         with pytest.raises(SandboxError, match="device is not set"):
-            host.ask("load")
+            host.ask("load", candidate(tmp_path, "return 0;"))
     finally:
         host.close()
 
@@ -299,11 +299,30 @@ def test_a_library_without_ks_launch_is_refused(
     source.write_text("int something_else(void) { return 0; }\n")
     library = tmp_path / "libother.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
-    host = SandboxHost(fake_host, library)
+    host = SandboxHost(fake_host)
     try:
         host.ask("device", 0)
         with pytest.raises(SandboxError, match="does not export ks_launch"):
-            host.ask("load")
+            host.ask("load", library)
+    finally:
+        host.close()
+
+
+def test_a_library_path_may_hold_spaces_and_one_host_loads_one_kernel(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    spaced = tmp_path / "a dir with spaces"
+    spaced.mkdir()
+    library = candidate(spaced, "return 3;")
+    host = SandboxHost(fake_host)
+    try:
+        host.ask("device", 0)
+        host.ask("load", library)
+        with pytest.raises(SandboxError, match="loaded already"):
+            host.ask("load", library)
+        host.ask("slot", 0, handle("go0"), handle("done0"))
+        host.ask(bind_command(0, [], [], []))
+        assert host.ask("call", 0, 0) == "3"
     finally:
         host.close()
 
@@ -316,8 +335,9 @@ def test_the_host_dies_with_its_judge(fake_host: Path, tmp_path: Path, short_dir
         import os, sys
         from pathlib import Path
         from kernelseek_tui.evaluate.sandbox_host import SandboxHost
-        host = SandboxHost(Path({str(fake_host)!r}), Path({str(library)!r}))
+        host = SandboxHost(Path({str(fake_host)!r}))
         host.ask("device", 0)
+        host.ask("load", {str(library)!r})
         print(host.pid, flush=True)
         os._exit(0)
         """
@@ -354,7 +374,7 @@ def test_the_real_host_is_built_once_and_names_a_missing_gpu(
     assert host_executable() == first and first.stat().st_mtime_ns == built_at
     if shutil.which("nvidia-smi") is not None:
         pytest.skip("a GPU may be visible here: the missing-GPU reply is for machines without")
-    host = SandboxHost(first, candidate(tmp_path, "return 0;"))
+    host = SandboxHost(first)
     try:
         with pytest.raises(SandboxError, match=r"the candidate's process: cudaError\w+"):
             host.ask("device", 0)

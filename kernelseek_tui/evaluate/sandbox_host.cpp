@@ -5,7 +5,7 @@
 // The judge times the call with its own events around GO and DONE on its own stream, so nothing
 // this process reports is trusted for a figure: a reply only says what was enqueued.
 //
-// Usage: sandbox_host <candidate library> <reply fd> <fault fd>
+// Usage: sandbox_host <reply fd> <fault fd>
 // Protocol: one command per line on fd 0, one reply per line on the reply fd ("ok ..." or
 // "error <text>"). A CUDA error found asynchronously (a fault in the candidate's kernel) is
 // written as "fault <text>" to the fault fd by a watcher thread, which then ends the process, so
@@ -14,8 +14,9 @@
 //
 //   device <ordinal>                      set the device, make the context and the stream
 //   slot <k> <go-hex> <done-hex>          open the k-th pair of interprocess events
-//   load                                  dlopen the candidate (after the above: its load runs
-//                                         in a process that is ready, and holds nothing else)
+//   load <path>                           dlopen the kernel's library (the rest of the line;
+//                                         after the above, so a host can be started and made
+//                                         ready before its kernel is known); once per host
 //   buffer <id> <mem-hex>                 map one allocation the judge shares
 //   forget <id>                           unmap it (before the judge frees it)
 //   bind <b> <n> <id>:<offset>... <m> <int>... <f> <float-bits-hex>...
@@ -64,7 +65,6 @@ std::map<int, cudaEvent_t> g_go, g_done;
 std::map<int, void *> g_buffers;
 std::map<int, Binding> g_bindings;
 LaunchFn g_launch = nullptr;
-const char *g_library = nullptr;
 pthread_mutex_t g_reply_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void write_all(int fd, const char *text, size_t size) {
@@ -161,8 +161,14 @@ std::string command_slot(const std::vector<std::string> &w) {
     return "ok";
 }
 
-std::string command_load() {
-    void *library = dlopen(g_library, RTLD_NOW | RTLD_LOCAL);
+std::string command_load(const char *line) {
+    if (g_launch != nullptr) return "error a kernel is loaded already";
+    const char *path = line + strlen("load");
+    while (*path == ' ') ++path;
+    std::string library_path(path);
+    if (!library_path.empty() && library_path.back() == '\n') library_path.pop_back();
+    if (library_path.empty()) return "error usage: load <path>";
+    void *library = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) return std::string("error dlopen: ") + dlerror();
     g_launch = reinterpret_cast<LaunchFn>(dlsym(library, "ks_launch"));
     if (g_launch == nullptr) return "error the library does not export ks_launch";
@@ -268,11 +274,10 @@ std::string command_sync(bool device) {
 
 int main(int argc, char **argv) {
     long long reply_fd = -1, fault_fd = -1;
-    if (argc != 4 || !parse_long(argv[2], &reply_fd) || !parse_long(argv[3], &fault_fd)) {
-        fprintf(stderr, "usage: %s <candidate library> <reply fd> <fault fd>\n", argv[0]);
+    if (argc != 3 || !parse_long(argv[1], &reply_fd) || !parse_long(argv[2], &fault_fd)) {
+        fprintf(stderr, "usage: %s <reply fd> <fault fd>\n", argv[0]);
         return 2;
     }
-    g_library = argv[1];
     g_reply_fd = static_cast<int>(reply_fd);
     g_fault_fd = static_cast<int>(fault_fd);
     // Killed with the judge; a judge gone before this line leaves us to init: end now.
@@ -300,7 +305,7 @@ int main(int argc, char **argv) {
         } else if (name == "slot") {
             answer = command_slot(w);
         } else if (name == "load") {
-            answer = command_load();
+            answer = command_load(line);
         } else if (name == "buffer") {
             answer = command_buffer(w);
         } else if (name == "forget") {

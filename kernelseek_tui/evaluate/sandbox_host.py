@@ -100,7 +100,9 @@ def bind_command(
 
 
 class SandboxHost:
-    """One host process for one kernel: ``ask`` sends a command and returns its reply.
+    """One host process for one kernel: ``ask`` sends a command and returns its reply. The
+    kernel comes with ``load`` (``ask("load", path)``), after the device and the events, so a
+    host can be started before its kernel is known.
 
     ``who`` names the kernel in every reason ("the candidate", "the best kernel"), ``kind``
     says whose doing its errors are (SandboxError). ``on_death``
@@ -113,7 +115,6 @@ class SandboxHost:
     def __init__(
         self,
         executable: Path,
-        library: Path,
         *,
         who: str = "the candidate",
         kind: str = "fail",
@@ -134,7 +135,7 @@ class SandboxHost:
         environment.update(extra_environment or {})
         try:
             self._process = subprocess.Popen(
-                [str(executable), str(library), str(reply_write), str(fault_write)],
+                [str(executable), str(reply_write), str(fault_write)],
                 stdin=subprocess.PIPE,
                 # The candidate's printf goes to the judge's stderr, never into a reply.
                 stdout=2,

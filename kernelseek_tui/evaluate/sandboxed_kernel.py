@@ -53,7 +53,7 @@ class SandboxedKernel:
     ) -> None:
         self._cp, self._stream, self.who = cp, stream, who
         self._host = SandboxHost(
-            executable or host_executable(), Path(library), who=who, kind=kind, on_death=on_death
+            executable or host_executable(), who=who, kind=kind, on_death=on_death
         )
         # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES is kept): the judge's
         # current device has the same ordinal there.
@@ -66,7 +66,7 @@ class SandboxedKernel:
             go_handle = bytes(runtime.ipcGetEventHandle(go.ptr)).hex()
             done_handle = bytes(runtime.ipcGetEventHandle(done.ptr)).hex()
             self._host.ask("slot", k, go_handle, done_handle)
-        self._host.ask("load")
+        self._host.ask("load", Path(library).resolve())
         self._calls = 0
         self._bindings = 0
         # Allocation pointer -> (buffer id, the allocation): holding the allocation keeps it
