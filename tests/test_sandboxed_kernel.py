@@ -22,6 +22,7 @@ from sandbox_support import build_fake_host, compile_candidate, handle, have_com
 
 from kernelseek_tui.evaluate import sandbox_host
 from kernelseek_tui.evaluate.buffers import GuardedTensor
+from kernelseek_tui.evaluate.sandbox_host import SandboxError
 from kernelseek_tui.evaluate.sandboxed_kernel import SLOTS, SandboxedKernel
 from kernelseek_tui.task import TensorSpec
 
@@ -53,6 +54,7 @@ class StandInCupy:
 
     def __init__(self) -> None:
         self.log: list[str] = []
+        self.uuid = b"stand-in-gpu-000"  # the stand-in runtime's device (cuda_runtime_api.h)
         self.files: dict[int, Path] = {}  # allocation pointer -> its file
         self._events = 0
         cupy = self
@@ -82,6 +84,7 @@ class StandInCupy:
             Device=lambda: SimpleNamespace(id=0),
             Event=event,
             runtime=SimpleNamespace(
+                getDeviceProperties=lambda device: {"uuid": self.uuid},
                 ipcGetEventHandle=lambda ptr: handle(self.events[ptr].name),
                 ipcGetMemHandle=lambda ptr: handle(str(self.files[ptr])),
             ),
@@ -204,3 +207,12 @@ def test_a_pooled_allocation_or_another_stream_is_refused(
             sandboxed.bind_tensors([own], [0], [0.0], cupy.stream.ptr + 1)
     finally:
         sandboxed.close()
+
+
+def test_a_host_whose_device_is_not_the_judges_is_refused(fake_host: Path, tmp_path: Path) -> None:
+    # The judge's GPU, by UUID: were the two processes to number devices differently, the
+    # kernel would run on another GPU than the one whose events time it.
+    cupy = StandInCupy()
+    cupy.uuid = b"some-other-gpu-1"
+    with pytest.raises(SandboxError, match="not the judge's GPU"):
+        kernel(fake_host, cupy, tmp_path)

@@ -12,7 +12,9 @@
 // the judge names the fault instead of waiting on a DONE event that will never come. The
 // process dies with the judge (PR_SET_PDEATHSIG): a candidate never outlives its judge.
 //
-//   device <ordinal>                      set the device, make the context and the stream
+//   device <ordinal> [<uuid-hex>]         set the device, make the context and the stream;
+//                                         with a UUID, refuse a device that is not that one
+//                                         (the judge's ordinals and ours could differ)
 //   slot <k> <go-hex> <done-hex>          open the k-th pair of interprocess events
 //   load <path>                           dlopen the kernel's library (the rest of the line;
 //                                         after the above, so a host can be started and made
@@ -139,7 +141,17 @@ void *watch_stream(void *) {
 
 std::string command_device(const std::vector<std::string> &w) {
     long long ordinal = 0;
-    if (w.size() != 2 || !parse_long(w[1], &ordinal)) return "error usage: device <ordinal>";
+    const char *usage = "error usage: device <ordinal> [<uuid-hex>]";
+    if (w.size() < 2 || w.size() > 3 || !parse_long(w[1], &ordinal)) return usage;
+    if (w.size() == 3) {
+        cudaUUID_t wanted;
+        if (!decode_hex(w[2].c_str(), &wanted, sizeof wanted)) return usage;
+        cudaDeviceProp props;
+        cudaError_t error = cudaGetDeviceProperties(&props, static_cast<int>(ordinal));
+        if (error != cudaSuccess) return "error " + cuda_text(error);
+        if (memcmp(&props.uuid, &wanted, sizeof wanted) != 0)
+            return "error device " + w[1] + " here is not the judge's GPU (its UUID differs)";
+    }
     cudaError_t error = cudaSetDevice(static_cast<int>(ordinal));
     if (error == cudaSuccess) error = cudaFree(nullptr);  // the context, now
     if (error == cudaSuccess) error = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking);

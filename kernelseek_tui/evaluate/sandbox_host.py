@@ -29,10 +29,20 @@ from kernelseek_tui.evaluate.build import cache_root
 
 HOST_SOURCE = Path(__file__).with_name("sandbox_host.cpp")
 HOST_RECIPE = ("-O2", "-ldl")  # the nvcc flags besides the source and output
-# What the host's environment keeps of the judge's: where the GPU and the driver are. Nothing
-# else (no cache paths, no keys, no Python settings), so a candidate that reads its environment
-# learns nothing of the judge.
-KEPT_ENVIRONMENT = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PATH")
+# What the host's environment keeps of the judge's: which GPU and how devices are numbered,
+# the MPS server the judge may be a client of (the host must join the same one), how CUDA loads
+# modules (as the judge's in-process kernels would), where the driver is. Nothing else (no
+# cache paths, no keys, no Python settings), so a candidate that reads its environment learns
+# nothing of the judge.
+KEPT_ENVIRONMENT = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "CUDA_MPS_LOG_DIRECTORY",
+    "CUDA_MODULE_LOADING",
+    "LD_LIBRARY_PATH",
+    "PATH",
+)
 _REPLY_LIMIT = 1 << 16
 # After the host dies, how long the watcher leaves the judge's own thread to notice (it reads
 # EOF on its next reply) before the watcher reports the death itself.

@@ -55,9 +55,28 @@ class SandboxedKernel:
         self._host = SandboxHost(
             executable or host_executable(), who=who, kind=kind, on_death=on_death
         )
-        # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES is kept): the judge's
-        # current device has the same ordinal there.
-        self._host.ask("device", cp.cuda.Device().id)
+        try:
+            self._set_up(cp, Path(library))
+        except BaseException:
+            self._host.close()  # a host that never became ready is not left behind
+            raise
+        self._calls = 0
+        self._bindings = 0
+        # Allocation pointer -> (buffer id, the allocation): holding the allocation keeps it
+        # alive while the host maps it, whatever the scenario's own references do.
+        self._shared: dict[int, tuple[int, Any]] = {}
+        self._next_buffer = 0
+
+    def _set_up(self, cp: Any, library: Path) -> None:
+        # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER
+        # are kept), so the judge's device should have the same ordinal there; its UUID makes
+        # sure of it.
+        device = cp.cuda.Device().id
+        uuid = cp.cuda.runtime.getDeviceProperties(device).get("uuid")
+        if isinstance(uuid, bytes | bytearray) and len(uuid) == 16:
+            self._host.ask("device", device, bytes(uuid).hex())
+        else:  # a CuPy that does not give the UUID as its 16 bytes: the ordinal alone
+            self._host.ask("device", device)
         self._go = [self._event() for _ in range(SLOTS)]
         self._done = [self._event() for _ in range(SLOTS)]
         self._passed = [cp.cuda.Event(block=False, disable_timing=True) for _ in range(SLOTS)]
@@ -66,13 +85,7 @@ class SandboxedKernel:
             go_handle = bytes(runtime.ipcGetEventHandle(go.ptr)).hex()
             done_handle = bytes(runtime.ipcGetEventHandle(done.ptr)).hex()
             self._host.ask("slot", k, go_handle, done_handle)
-        self._host.ask("load", Path(library).resolve())
-        self._calls = 0
-        self._bindings = 0
-        # Allocation pointer -> (buffer id, the allocation): holding the allocation keeps it
-        # alive while the host maps it, whatever the scenario's own references do.
-        self._shared: dict[int, tuple[int, Any]] = {}
-        self._next_buffer = 0
+        self._host.ask("load", library.resolve())
 
     def _event(self) -> Any:
         return self._cp.cuda.Event(block=False, disable_timing=True, interprocess=True)

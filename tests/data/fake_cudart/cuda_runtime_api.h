@@ -19,6 +19,13 @@ typedef struct KsFakeStream *cudaStream_t;
 typedef struct KsFakeEvent *cudaEvent_t;
 typedef struct cudaIpcEventHandle_st { char reserved[64]; } cudaIpcEventHandle_t;
 typedef struct cudaIpcMemHandle_st { char reserved[64]; } cudaIpcMemHandle_t;
+typedef struct CUuuid_st { char bytes[16]; } cudaUUID_t;
+/* The stand-in's device has this UUID (16 bytes): */
+#define KS_FAKE_UUID "stand-in-gpu-000"
+struct cudaDeviceProp {
+    char name[256];
+    cudaUUID_t uuid;
+};
 
 #define cudaStreamNonBlocking 0x01
 #define cudaIpcMemLazyEnablePeerAccess 0x01
@@ -26,6 +33,7 @@ typedef struct cudaIpcMemHandle_st { char reserved[64]; } cudaIpcMemHandle_t;
 const char *cudaGetErrorName(cudaError_t error);
 const char *cudaGetErrorString(cudaError_t error);
 cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device);
 cudaError_t cudaFree(void *pointer);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags);
 cudaError_t cudaStreamQuery(cudaStream_t stream);

@@ -53,6 +53,14 @@ cudaError_t cudaSetDevice(int device) {
     return cudaSuccess;
 }
 
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
+    if (device != 0) return cudaErrorInvalidValue;
+    memset(prop, 0, sizeof *prop);
+    strcpy(prop->name, "stand-in");
+    memcpy(prop->uuid.bytes, KS_FAKE_UUID, 16);
+    return cudaSuccess;
+}
+
 cudaError_t cudaFree(void *pointer) { return pointer == NULL ? cudaSuccess : cudaErrorInvalidValue; }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags) {
