@@ -318,19 +318,23 @@ def test_the_isolation_reaches_the_worker_and_keys_the_starting_kernels_times(
         monkeypatch,
         tmp_path,
         """
-import json, sys
+import json, os, sys
 req = json.loads(sys.stdin.read())
-name = req["isolation"] + "|" + req["baseline_key"]
+host = req["sandbox_host"]
+built = "none" if host is None else ("built" if os.access(host, os.X_OK) else "missing")
+name = req["isolation"] + "|" + req["baseline_key"] + "|" + built
 print(json.dumps({"type": "device", "name": name, "index": "0"}), flush=True)
 print(json.dumps({"type": "done"}), flush=True)
 """,
     )
     source = _source(tmp_path)
     source.write_text(source.read_text() + "\n// a changed candidate\n")
+    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
     default = api.evaluate(task, source, sets=["quick"]).device["name"]
     isolated = api.evaluate(task, source, sets=["quick"], isolation="process").device["name"]
-    assert default.startswith("in-process|")
-    # A call timed across processes carries the hand-over: its cached times are its own.
-    assert isolated == "process|" + default.split("|")[1] + "-process"
+    assert default.startswith("in-process|") and default.endswith("|none")
+    # A call timed across processes carries the hand-over: its cached times are its own; the
+    # kernels' host is built before the worker starts.
+    assert isolated == "process|" + default.split("|")[1] + "-process|built"
     with pytest.raises(KernelseekError, match="isolation must be one of"):
         api.evaluate(task, source, sets=["quick"], isolation="container")

@@ -41,6 +41,7 @@ from kernelseek_tui.evaluate.result import (
     ScenarioResult,
     geomean,
 )
+from kernelseek_tui.evaluate.sandbox_host import SandboxError, host_executable
 from kernelseek_tui.evaluate.spare import (
     STANDBY_GRACE_S,
     SpareKey,
@@ -211,10 +212,17 @@ def evaluate(
         paired_library = paired.library if paired.ok else None
 
     chosen_isolation = isolation or task.isolation
+    sandbox_host = None
     if chosen_isolation != "in-process":
         # A call timed in another process carries the hand-over between the two: its cached
         # times are not the in-process ones.
         baseline_key = f"{baseline_key}-{chosen_isolation}"
+        # Built here (once per machine, cached), so that a missing compiler is the request's
+        # error, said before any worker starts, not a worker's failure.
+        try:
+            sandbox_host = str(host_executable())
+        except SandboxError as error:
+            raise KernelseekError(f"isolation {chosen_isolation!r}: {error.reason}") from None
     request = {
         "task_dir": str(task.dir),
         "paired": str(paired_library) if paired_library else None,
@@ -228,6 +236,7 @@ def evaluate(
         "compare": compare,
         "peers": list(task.comparators),
         "isolation": chosen_isolation,
+        "sandbox_host": sandbox_host,
     }
     limit = timeout_s if timeout_s is not None else task.eval_timeout_s
     limits = stall_limits or StallLimits()

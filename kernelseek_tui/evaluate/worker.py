@@ -241,8 +241,15 @@ class Evaluation:
             self.emit({"type": "fatal", "reason": reason, "kind": kind})
             os._exit(3)
 
+        host = self.request.get("sandbox_host")
         kernel = SandboxedKernel(
-            library, cp=self.cp, stream=self.stream, who=who, kind=kind, on_death=died
+            library,
+            cp=self.cp,
+            stream=self.stream,
+            who=who,
+            kind=kind,
+            on_death=died,
+            executable=Path(host) if host else None,
         )
         self.sandboxes.append(kernel)
         return kernel
