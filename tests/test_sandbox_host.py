@@ -55,6 +55,7 @@ def candidate(tmp_path: Path, body: str, name: str = "candidate") -> Path:
             #include <stdlib.h>
             #include <string.h>
             void ks_fake_fault(void);
+            void ks_fake_leave_work(void *stream);
             int ks_launch(void **t, const int64_t *n, const double *f, void *stream) {
                 (void)stream;
             """
@@ -203,6 +204,25 @@ def test_a_fault_found_later_is_reported_by_the_watcher(
             "the best kernel's kernel faulted: cudaErrorIllegalAddress: "
             "an illegal memory access was encountered"
         ]
+    finally:
+        rig.host.close()
+
+
+@pytest.mark.parametrize(
+    ("stream", "named"),
+    [("(void *)0x1", "the legacy default stream"), ("(void *)0x2", "the per-thread stream")],
+)
+def test_work_left_on_a_default_stream_is_named(
+    fake_host: Path, tmp_path: Path, short_dir: Path, stream: str, named: str
+) -> None:
+    body = f"ks_fake_leave_work({stream}); return 0;"
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, body))
+    try:
+        rig.bind([], [])
+        with pytest.raises(SandboxError, match=f"work outside the given stream: {named}"):
+            rig.host.ask("call", 0, 0)
+        # DONE was recorded all the same: the judge's stream waits on it.
+        assert rig.log.read_text().splitlines()[-1] == "record done0"
     finally:
         rig.host.close()
 

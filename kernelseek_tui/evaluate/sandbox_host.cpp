@@ -273,6 +273,14 @@ std::string command_call(const std::vector<std::string> &w) {
     // DONE is recorded whatever ks_launch returned: the judge's stream waits on it.
     error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);
     if (error != cudaSuccess) return "error " + cuda_text(error);
+    // The only other streams a kernel can reach (it may not create one) are the default ones;
+    // work left on them runs outside the judge's events, beside whatever it times next.
+    const char *other = nullptr;
+    if (cudaStreamQuery(cudaStreamLegacy) == cudaErrorNotReady) other = "the legacy default stream";
+    if (cudaStreamQuery(cudaStreamPerThread) == cudaErrorNotReady) other = "the per-thread stream";
+    if (other != nullptr)
+        return std::string("error work outside the given stream: ") + other +
+               " still had work when ks_launch returned (kernels run on the stream it is given)";
     return "ok " + std::to_string(code);
 }
 

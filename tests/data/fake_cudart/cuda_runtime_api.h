@@ -28,6 +28,8 @@ struct cudaDeviceProp {
 };
 
 #define cudaStreamNonBlocking 0x01
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
 #define cudaIpcMemLazyEnablePeerAccess 0x01
 
 const char *cudaGetErrorName(cudaError_t error);
@@ -49,6 +51,8 @@ cudaError_t cudaIpcCloseMemHandle(void *pointer);
 /* The stand-in's own, for test candidates: the stream's next query reports this error, as the
  * real runtime does after a kernel faults. */
 void ks_fake_fault(void);
+/* ... and this stream (cudaStreamLegacy or cudaStreamPerThread) reports work pending. */
+void ks_fake_leave_work(cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -70,10 +70,19 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags) 
     return cudaSuccess;
 }
 
+static int legacy_busy = 0;
+static int per_thread_busy = 0;
+
 void ks_fake_fault(void) { fault_pending = 1; }
 
+void ks_fake_leave_work(cudaStream_t stream) {
+    if (stream == cudaStreamLegacy) legacy_busy = 1;
+    if (stream == cudaStreamPerThread) per_thread_busy = 1;
+}
+
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
-    (void)stream;
+    if (stream == cudaStreamLegacy) return legacy_busy ? cudaErrorNotReady : cudaSuccess;
+    if (stream == cudaStreamPerThread) return per_thread_busy ? cudaErrorNotReady : cudaSuccess;
     return fault_pending ? cudaErrorIllegalAddress : cudaSuccess;
 }
 
