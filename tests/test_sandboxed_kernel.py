@@ -216,3 +216,26 @@ def test_a_host_whose_device_is_not_the_judges_is_refused(fake_host: Path, tmp_p
     cupy.uuid = b"some-other-gpu-1"
     with pytest.raises(SandboxError, match="not the judge's GPU"):
         kernel(fake_host, cupy, tmp_path)
+
+
+def test_a_host_started_ahead_takes_its_kernel_and_its_name_later(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # A worker started before its request readies hosts with no kernel; the request's kernels
+    # are loaded into them, and their errors then name them.
+    cupy = StandInCupy()
+    ahead = SandboxedKernel(None, cp=cupy, stream=cupy.stream, who="a kernel", executable=fake_host)
+    try:
+        crash = tmp_path / "crash.c"
+        crash.write_text(
+            "#include <stdint.h>\n"
+            "int ks_launch(void **t, const int64_t *n, const double *f, void *s) {\n"
+            "    (void)t; (void)n; (void)f; (void)s; *(volatile int *)0 = 1; return 0;\n}\n"
+        )
+        ahead.load(compile_candidate(crash, tmp_path / "libcrash.so"), who="the best kernel")
+        out = cupy.tensor(short_dir / "out", base=1 << 20)
+        call = ahead.bind_tensors([out], [0], [0.0], cupy.stream.ptr)
+        with pytest.raises(SandboxError, match=r"the best kernel's process died \(SIGSEGV\)"):
+            call()
+    finally:
+        ahead.close()

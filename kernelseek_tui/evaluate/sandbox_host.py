@@ -213,6 +213,10 @@ class SandboxHost:
             return f"{self.who}'s process died ({name})"
         return f"{self.who}'s process ended (exit status {code})"
 
+    def assign(self, *, who: str, kind: str, on_death: Callable[[str], None] | None) -> None:
+        """Name the kernel a host started ahead of its request now serves."""
+        self.who, self.kind, self._on_death = who, kind, on_death
+
     def close(self) -> None:
         """Ask the host to quit, then make sure it has; idempotent."""
         if self._closing:

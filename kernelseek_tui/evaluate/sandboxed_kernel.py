@@ -40,9 +40,12 @@ SLOTS = 32
 
 
 class SandboxedKernel:
+    """``library`` None starts the host without a kernel (device, context and events ready),
+    for a worker started ahead of its request; ``load`` then gives it its kernel."""
+
     def __init__(
         self,
-        library: str | Path,
+        library: str | Path | None,
         *,
         cp: Any,
         stream: Any,
@@ -52,11 +55,12 @@ class SandboxedKernel:
         executable: Path | None = None,
     ) -> None:
         self._cp, self._stream, self.who = cp, stream, who
-        self._host = SandboxHost(
-            executable or host_executable(), who=who, kind=kind, on_death=on_death
-        )
+        self.executable = executable or host_executable()
+        self._host = SandboxHost(self.executable, who=who, kind=kind, on_death=on_death)
         try:
-            self._set_up(cp, Path(library))
+            self._set_up(cp)
+            if library is not None:
+                self._host.ask("load", Path(library).resolve())
         except BaseException:
             self._host.close()  # a host that never became ready is not left behind
             raise
@@ -67,7 +71,20 @@ class SandboxedKernel:
         self._shared: dict[int, tuple[int, Any]] = {}
         self._next_buffer = 0
 
-    def _set_up(self, cp: Any, library: Path) -> None:
+    def load(
+        self,
+        library: str | Path,
+        *,
+        who: str,
+        kind: str = "fail",
+        on_death: Callable[[str], None] | None = None,
+    ) -> None:
+        """Give a host started without a kernel its kernel, and the names its errors carry."""
+        self.who = who
+        self._host.assign(who=who, kind=kind, on_death=on_death)
+        self._host.ask("load", Path(library).resolve())
+
+    def _set_up(self, cp: Any) -> None:
         # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER
         # are kept), so the judge's device should have the same ordinal there; its UUID makes
         # sure of it.
@@ -85,7 +102,6 @@ class SandboxedKernel:
             go_handle = bytes(runtime.ipcGetEventHandle(go.ptr)).hex()
             done_handle = bytes(runtime.ipcGetEventHandle(done.ptr)).hex()
             self._host.ask("slot", k, go_handle, done_handle)
-        self._host.ask("load", library.resolve())
 
     def _event(self) -> Any:
         return self._cp.cuda.Event(block=False, disable_timing=True, interprocess=True)

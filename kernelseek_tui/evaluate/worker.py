@@ -31,7 +31,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -109,6 +109,9 @@ class Standby:
     # they came from: a request for the same peers of the same module reuses them.
     peers: PeerRunner | None = None
     comparator_module: Path | None = None
+    # Kernel hosts started ahead (only for a task whose kernels run in processes of their
+    # own): device, context and events ready, waiting for a kernel (SandboxedKernel.load).
+    hosts: list[SandboxedKernel] = field(default_factory=list)
 
     def peers_for(self, task: Task, names: tuple[str, ...]) -> PeerRunner | None:
         """The peers loaded ahead, when they are the ones the request asks for."""
@@ -142,17 +145,38 @@ def prepare_standby(task_dir: str | None, *, peers: bool) -> Standby:
     cp.cuda.Device(0).synchronize()
     del probe
     standby = Standby(cp=cp, device=device, l2_bytes=l2_bytes, stream=stream)
-    if peers and task_dir is not None:
-        try:
-            task = load_task(task_dir)
-        except Exception:  # the request's own load of the task reports what is wrong with it
-            return standby
-        if task.comparators and task.comparator_module is not None:
-            standby.peers = PeerRunner(task.comparator_module, task.comparators, stream.ptr)
-            standby.peers.preload()
-            standby.peers.warm_up()
-            standby.comparator_module = task.comparator_module
+    if task_dir is None:
+        return standby
+    try:
+        task = load_task(task_dir)
+    except Exception:  # the request's own load of the task reports what is wrong with it
+        return standby
+    if task.isolation == "process":
+        standby.hosts = _start_hosts(cp, stream)
+    if peers and task.comparators and task.comparator_module is not None:
+        standby.peers = PeerRunner(task.comparator_module, task.comparators, stream.ptr)
+        standby.peers.preload()
+        standby.peers.warm_up()
+        standby.comparator_module = task.comparator_module
     return standby
+
+
+# The kernels an evaluation loads at most: the candidate, the starting kernel, the best so far.
+_HOSTS_AHEAD = 3
+
+
+def _start_hosts(cp: Any, stream: Any) -> list[SandboxedKernel]:
+    """Hosts for the request's kernels, started now; none where they cannot start (the
+    request then starts its own, and reports why they fail)."""
+    hosts: list[SandboxedKernel] = []
+    try:
+        for _ in range(_HOSTS_AHEAD):
+            hosts.append(SandboxedKernel(None, cp=cp, stream=stream, who="a kernel"))
+    except SandboxError:
+        for host in hosts:
+            host.close()
+        return []
+    return hosts
 
 
 # The one Standby main() prepared, handed to the Evaluation of its request (one per process:
@@ -205,6 +229,8 @@ class Evaluation:
         # loaded here; "in-process": loaded here with ctypes.
         self.isolated = request.get("isolation", "in-process") == "process"
         self.sandboxes: list[SandboxedKernel] = []
+        self._hosts_ahead = standby.hosts
+        standby.hosts = []
         self.candidate = self._load(request["candidate"], "the candidate", "fail")
         self.baseline = (
             self._load(request["baseline"], "the starting kernel", "error")
@@ -242,6 +268,14 @@ class Evaluation:
             os._exit(3)
 
         host = self.request.get("sandbox_host")
+        executable = Path(host) if host else None
+        ready = [h for h in self._hosts_ahead if executable is None or h.executable == executable]
+        if ready:
+            kernel = ready[0]
+            self._hosts_ahead.remove(kernel)
+            self.sandboxes.append(kernel)  # closed with the others, whatever load says
+            kernel.load(library, who=who, kind=kind, on_death=died)
+            return kernel
         kernel = SandboxedKernel(
             library,
             cp=self.cp,
@@ -249,7 +283,7 @@ class Evaluation:
             who=who,
             kind=kind,
             on_death=died,
-            executable=Path(host) if host else None,
+            executable=executable,
         )
         self.sandboxes.append(kernel)
         return kernel
@@ -268,8 +302,9 @@ class Evaluation:
             kernel.forget_all()
 
     def close(self) -> None:
-        for kernel in self.sandboxes:
+        for kernel in self.sandboxes + self._hosts_ahead:
             kernel.close()
+        self._hosts_ahead = []
 
     def enter(self, phase: str) -> None:
         """Say which phase of the current scenario runs: the parent's stall limit follows it
