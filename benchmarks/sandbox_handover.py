@@ -97,8 +97,11 @@ def empty_kernel_handover(rounds: int) -> dict[str, list[float]]:
 
 
 def bench_shapes(task: Task, count: int) -> Path:
-    """The first ``count`` bench scenarios, d64/d128 short and long, as a scenarios file."""
-    chosen = task.scenarios("bench")[:count]
+    """``count`` bench scenarios spread evenly over the set, from its first (d64, 512, one of
+    its shortest calls) to its last (d256, 16k, causal), as a scenarios file."""
+    bench = task.scenarios("bench")
+    picks = sorted({round(i * (len(bench) - 1) / max(1, count - 1)) for i in range(count)})
+    chosen = [bench[i] for i in picks]
     lines = []
     for scenario in chosen:
         lines.append("[[scenario]]")
