@@ -16,6 +16,7 @@ from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate import api
 from kernelseek_tui.evaluate.build import build, static_check
 from kernelseek_tui.evaluate.check import check_output
+from kernelseek_tui.evaluate.display import format_summary
 from kernelseek_tui.evaluate.dtypes import from_float32, round_to, to_float32
 from kernelseek_tui.task import load_task
 
@@ -331,7 +332,10 @@ print(json.dumps({"type": "done"}), flush=True)
     source.write_text(source.read_text() + "\n// a changed candidate\n")
     monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
     default = api.evaluate(task, source, sets=["quick"]).device["name"]
-    isolated = api.evaluate(task, source, sets=["quick"], isolation="process").device["name"]
+    judged = api.evaluate(task, source, sets=["quick"], isolation="process")
+    isolated = judged.device["name"]
+    assert judged.isolation == "process"
+    assert "isolation: process" in format_summary(judged)
     assert default.startswith("in-process|") and default.endswith("|none")
     # A call timed across processes carries the hand-over: its cached times are its own; the
     # kernels' host is built before the worker starts.

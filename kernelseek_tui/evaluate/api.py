@@ -162,6 +162,7 @@ def evaluate(
         task=task.name,
         sets=sorted({p.scenario.set for p in planned}),
         seed=seed,
+        isolation=isolation or task.isolation,
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         scenarios=[
             ScenarioResult(name=p.scenario.name, set=p.scenario.set, fields=p.scenario.fields)
@@ -211,7 +212,7 @@ def evaluate(
         # A best that no longer builds leaves the evaluation unpaired: judged as without it.
         paired_library = paired.library if paired.ok else None
 
-    chosen_isolation = isolation or task.isolation
+    chosen_isolation = result.isolation
     sandbox_host = None
     if chosen_isolation != "in-process":
         # A call timed in another process carries the hand-over between the two: its cached

@@ -106,6 +106,8 @@ def format_summary(result: EvalResult) -> str:
     ]
     if result.device:
         lines.append(f"device: {result.device.get('name')} (index {result.device.get('index')})")
+    if result.isolation != "in-process":
+        lines.append(f"isolation: {result.isolation} (each kernel judged in a process of its own)")
     lines.append(
         f"speedup vs the starting kernel (geomean): {_fmt(s.geomean_speedup, '.3f')}x"
         + (f"  [{s.baseline_timing}]" if s.baseline_timing else "")

@@ -95,6 +95,9 @@ class EvalResult:
     seed: int | None = None
     device: dict[str, Any] = field(default_factory=dict)  # index, name, uuid
     build: dict[str, Any] = field(default_factory=dict)  # flags, cache hit, seconds
+    # Where the kernels ran while judged: "in-process" (loaded into the judge's worker) or
+    # "process" (each in a process of its own): a figure's method, recorded with it.
+    isolation: str = "in-process"
     started_at: str | None = None
     duration_s: float | None = None
 
