@@ -4,6 +4,7 @@ the reference itself, and the watchdog around the worker process."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import sys
 import textwrap
@@ -342,3 +343,40 @@ print(json.dumps({"type": "done"}), flush=True)
     assert isolated == "process|" + default.split("|")[1] + "-process|built"
     with pytest.raises(KernelseekError, match="isolation must be one of"):
         api.evaluate(task, source, sets=["quick"], isolation="container")
+
+
+@needs_nvcc
+def test_another_process_on_the_gpu_is_named_in_the_result(task, monkeypatch, tmp_path) -> None:
+    # The stand-in nvidia-smi lists this test's own process (ours: the evaluation runs in it)
+    # and one that is not, on the worker's GPU.
+    uuid_hex = "0123456789abcdef0123456789abcdef"
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(
+        "#!/bin/sh\n"
+        f"echo 'GPU-01234567-89ab-cdef-0123-456789abcdef, {os.getpid()}, python3, 900'\n"
+        "echo 'GPU-01234567-89ab-cdef-0123-456789abcdef, 999999, job, 7'\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
+    _scripted_worker(
+        monkeypatch,
+        tmp_path,
+        f"""
+import json, sys
+req = json.loads(sys.stdin.read())
+def emit(m): print(json.dumps(m), flush=True)
+emit({{"type": "device", "name": "stand-in", "index": "0", "uuid": "{uuid_hex}"}})
+for s in req["scenarios"]:
+    emit({{"type": "scenario", "result": {{"name": s["name"], "set": s["set"],
+          "fields": s["fields"], "passed": True, "reasons": [], "ms": 1.0}}}})
+emit({{"type": "done"}})
+""",
+    )
+    source = _source(tmp_path)
+    source.write_text(source.read_text() + "\n// a changed candidate\n")
+    result = api.evaluate(task, source, sets=["quick"], compare=False)
+    assert result.other_gpu_processes == ["pid 999999 (job, 7 MiB)"]
+    assert "warning: the GPU was shared during this evaluation (pid 999999" in format_summary(
+        result
+    )

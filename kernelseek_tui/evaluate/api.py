@@ -33,6 +33,7 @@ from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.baseline_cache import BaselineCache
 from kernelseek_tui.evaluate.build import build, cache_root
 from kernelseek_tui.evaluate.comparators import load_module
+from kernelseek_tui.evaluate.gpu_sharing import GpuProcess, check_sharing
 from kernelseek_tui.evaluate.noise import geomean_noise
 from kernelseek_tui.evaluate.paired import PairedKernel, paired_speedup
 from kernelseek_tui.evaluate.result import (
@@ -368,6 +369,10 @@ def _run_worker(
     selector.register(process.stdout, selectors.EVENT_READ)
     buffer = b""
     stopped_for: str | None = None
+    # Who else is on the GPU, for a timed evaluation: looked at once the worker holds its
+    # context (its device line), and again at the end.
+    timed = any(s.get("timed") for s in request["scenarios"])
+    sharing: list[GpuProcess] | None = None
     silence_s, silence_why = stall.limit(*current)
     while True:
         now = time.monotonic()
@@ -393,6 +398,8 @@ def _run_worker(
             if kind == "device":
                 result.device = {k: v for k, v in message.items() if k != "type"}
                 stall.learn_device(result.device)
+                if timed:
+                    sharing = check_sharing(result.device.get("uuid"))
             elif kind == "progress":
                 current = (message["scenario"], message["phase"])
                 silence_s, silence_why = stall.limit(*current)
@@ -416,6 +423,10 @@ def _run_worker(
     process.wait()
     drain.join(timeout=2)
     sender.join(timeout=2)
+    if sharing is not None:
+        later = check_sharing(result.device.get("uuid"), must_see_ours=False) or []
+        seen = {p.pid: p for p in [*sharing, *later]}
+        result.other_gpu_processes = [p.describe() for p in seen.values()]
     if prestart_next:
         # Only now: a worker readying its GPU beside one being timed would disturb the timing.
         SPARES.prestart(key, lambda: start_worker(command, env))

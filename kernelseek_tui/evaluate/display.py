@@ -106,6 +106,12 @@ def format_summary(result: EvalResult) -> str:
     ]
     if result.device:
         lines.append(f"device: {result.device.get('name')} (index {result.device.get('index')})")
+    if result.other_gpu_processes:
+        lines.append(
+            "warning: the GPU was shared during this evaluation ("
+            + ", ".join(result.other_gpu_processes)
+            + "): its times may be slow by an unknown share"
+        )
     if result.isolation != "in-process":
         lines.append(f"isolation: {result.isolation} (each kernel judged in a process of its own)")
     lines.append(

@@ -98,6 +98,10 @@ class EvalResult:
     # Where the kernels ran while judged: "in-process" (loaded into the judge's worker) or
     # "process" (each in a process of its own): a figure's method, recorded with it.
     isolation: str = "in-process"
+    # Processes not ours on the GPU at the start or the end of a timed evaluation
+    # (evaluate/gpu_sharing.py): [] checked and none; None not checked (no nvidia-smi, or one
+    # that cannot see our own worker).
+    other_gpu_processes: list[str] | None = None
     started_at: str | None = None
     duration_s: float | None = None
 
