@@ -223,6 +223,22 @@ async def test_pane_shows_title_geomeans_rows_and_marks_failures() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_gpu_shared_with_others_shows_as_a_warning_above_the_table() -> None:
+    result = _result()
+    assert summary_of(result).warnings == ()  # unchecked or idle: nothing to say
+    result.other_gpu_processes = ["pid 4242 (notebook, 30000 MiB)"]
+    assert summary_of(result).warnings == (
+        "GPU shared with pid 4242 (notebook, 30000 MiB): times may be slow",
+    )
+    app = PaneApp()
+    async with app.run_test(size=(110, 20)) as pilot:
+        pane = app.query_one(BenchmarkPane)
+        pane.show(result, "abc1234 eval 17")
+        await pilot.pause()
+        assert "warning: GPU shared with pid 4242" in _visible_text(app)
+
+
+@pytest.mark.anyio
 async def test_s_cycles_the_sort_column_and_r_reverses_it_keeping_the_selection() -> None:
     app = PaneApp()
     async with app.run_test(size=(110, 20)) as pilot:

@@ -78,6 +78,8 @@ class BenchmarkSummary:
     vs_peers: dict[str, float] = field(default_factory=dict)  # geomean of peer ms / ms
     absent_peers: dict[str, str] = field(default_factory=dict)  # peer -> why no number
     reasons: tuple[str, ...] = ()  # the evaluation's own reasons (a build error, ...)
+    # What makes its figures less sure without failing it: the GPU shared with others.
+    warnings: tuple[str, ...] = ()
 
     @property
     def vs_fa3(self) -> float | None:
@@ -97,6 +99,7 @@ class BenchmarkSummary:
                 vs_peers=dict(s.vs_peers),
                 absent_peers=dict(s.absent_peers),
                 reasons=tuple(result.reasons),
+                warnings=_warnings(result),
             )
         # An older or hand-written result without a summary: the same numbers from the rows.
         scenarios = result.scenarios
@@ -119,6 +122,7 @@ class BenchmarkSummary:
             vs_peers=vs_peers,
             absent_peers=absent,
             reasons=tuple(result.reasons),
+            warnings=_warnings(result),
         )
 
     def line(self) -> str:
@@ -131,6 +135,12 @@ class BenchmarkSummary:
         parts += [f"vs {name} {value:.2f}x" for name, value in sorted(self.vs_peers.items())]
         parts += [f"{name} absent ({why})" for name, why in sorted(self.absent_peers.items())]
         return "  ".join(parts)
+
+
+def _warnings(result: EvalResult) -> tuple[str, ...]:
+    if not result.other_gpu_processes:
+        return ()
+    return ("GPU shared with " + ", ".join(result.other_gpu_processes) + ": times may be slow",)
 
 
 def rows_of(result: EvalResult, peer: str = PEER) -> list[BenchmarkRow]:

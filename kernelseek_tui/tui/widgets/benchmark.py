@@ -55,6 +55,7 @@ _SORT_CYCLE: Final[tuple[str | None, ...]] = (None, *SORT_KEYS)
 _BIGGER_FIRST: Final = frozenset({"speedup", "ratio_fa3", "tflops", "fa3_tflops"})
 _FAIL_STYLE: Final = "bold red"
 _NOT_REACHED_STYLE: Final = "dim"
+_WARN_STYLE: Final = "bold yellow"
 
 
 class BenchmarkPane(Widget):
@@ -226,6 +227,8 @@ class BenchmarkPane(Widget):
             text.stylize(_FAIL_STYLE, 0, len(summary.verdict))
         for reason in summary.reasons:
             text.append(f"\n{reason}", style=_FAIL_STYLE)
+        for warning in summary.warnings:
+            text.append(f"\nwarning: {warning}", style=_WARN_STYLE)
         return text
 
 
