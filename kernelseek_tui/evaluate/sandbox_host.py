@@ -14,6 +14,7 @@ machine with no GPU against the host built on a stand-in runtime (tests/test_san
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -64,12 +65,11 @@ class SandboxDied(SandboxError):
     """The host is gone: the candidate crashed it, or its kernel faulted."""
 
 
-def host_executable(nvcc: str = "nvcc") -> Path:
-    """The host built with ``nvcc`` (CUDA runtime linked statically), cached by its source, the
-    recipe and the compiler's version; built on first use (a few seconds)."""
-    compiler = shutil.which(nvcc)
-    if compiler is None:
-        raise SandboxError(f"{nvcc} not found: it builds the candidate's process", "error")
+@functools.cache
+def _build_key(compiler: str) -> str:
+    """What determines the host's binary: its source, the recipe, the compiler's version. Once
+    per process and compiler (``nvcc --version`` is a subprocess; evaluations and a worker's
+    hosts started ahead each ask for the host)."""
     version = subprocess.run(
         [compiler, "--version"], capture_output=True, text=True, check=False
     ).stdout
@@ -77,7 +77,16 @@ def host_executable(nvcc: str = "nvcc") -> Path:
     for part in (HOST_SOURCE.read_bytes(), " ".join(HOST_RECIPE).encode(), version.encode()):
         digest.update(part)
         digest.update(b"\0")
-    target = cache_root().parent / "sandbox" / digest.hexdigest()[:16] / "sandbox_host"
+    return digest.hexdigest()[:16]
+
+
+def host_executable(nvcc: str = "nvcc") -> Path:
+    """The host built with ``nvcc`` (CUDA runtime linked statically), cached by its source, the
+    recipe and the compiler's version; built on first use (a few seconds)."""
+    compiler = shutil.which(nvcc)
+    if compiler is None:
+        raise SandboxError(f"{nvcc} not found: it builds the candidate's process", "error")
+    target = cache_root().parent / "sandbox" / _build_key(compiler) / "sandbox_host"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
