@@ -206,3 +206,15 @@ def steady_uniform(instructions: list[str]) -> int:
     start = max(i for i, t in enumerate(instructions[:wait]) if "WARPGROUP.ARRIVE" in t)
     start = max(i for i, t in enumerate(instructions[:start]) if "WARPGROUP.ARRIVE" in t)
     return uniform_instructions(instructions[start:wait])
+
+
+def test_two_q_buffers_keep_the_steady_loop(tmp_path: Path) -> None:
+    """SM90_Q_STAGES=2 (a second Q buffer where it fits) changes where Q is loaded and which
+    buffer a tile reads, not the step: the softmax stays under P V and the uniform datapath
+    stays; the default build (1) is the v21 kernel's own SASS."""
+    one = sass_by_kernel(tmp_path / "one", {})
+    two = sass_by_kernel(tmp_path / "two", {"SM90_Q_STAGES": 2})
+    assert one.keys() == two.keys()
+    for key, instructions in two.items():
+        assert exponentials_under_pv(instructions) >= key[1] // 2, key
+        assert steady_uniform(instructions) >= 0.9 * steady_uniform(one[key]), key

@@ -193,6 +193,16 @@ static_assert(SM90_D64_CONSUMERS == 0 || SM90_D64_CONSUMERS == 2 || SM90_D64_CON
 static_assert(SM90_D128_NARROW_STAGES == 2 || SM90_D128_NARROW_STAGES == 3,
               "SM90_D128_NARROW_STAGES: 2 or 3");
 
+#ifndef SM90_Q_STAGES
+// Q buffers: 1, or 2 where they fit beside the K/V ring (d64, and d128 with 128-key tiles):
+// then the next work tile's Q loads while this one finishes, instead of after its last S (with
+// one buffer the load starts only once every consumer's last S of the tile is done, and the
+// consumers reach the next tile a last softmax, a last P V and an epilogue later). Not
+// measured yet.
+#define SM90_Q_STAGES 1
+#endif
+static_assert(SM90_Q_STAGES == 1 || SM90_Q_STAGES == 2, "SM90_Q_STAGES: 1 or 2");
+
 template <int HEADDIM>
 constexpr int default_consumers() {
     return HEADDIM == 64 && SM90_D64_CONSUMERS != 2 ? 3 : 2;
@@ -213,15 +223,19 @@ struct Shape {
     static constexpr int kChunks = HEADDIM / kChunk;
     static constexpr int kQBytes = kBlockM * HEADDIM * 2;
     static constexpr int kKVBytes = kBlockN * HEADDIM * 2;   // one K (or V) stage
+    // A second Q buffer where it fits (with 8 KB to spare for barriers and alignment).
+    static constexpr int kQStages =
+        SM90_Q_STAGES == 2 && 2 * kQBytes + 2 * kStages * kKVBytes + 8192 <= 227 * 1024 ? 2
+                                                                                        : 1;
     static constexpr int kQOffset = 0;
-    static constexpr int kKOffset = kQOffset + kQBytes;
+    static constexpr int kKOffset = kQOffset + kQStages * kQBytes;
     static constexpr int kVOffset = kKOffset + kStages * kKVBytes;
     static constexpr int kBarrierOffset = kVOffset + kStages * kKVBytes;
-    static constexpr int kBarriers = 2 + 4 * kStages;
+    static constexpr int kBarriers = 2 * kQStages + 4 * kStages;
     // +1024: the dynamic shared memory base is only 16-byte aligned; the kernel rounds it up.
-    // The dynamic scheduler's slot: the producer's next tile for the consumers (8 bytes).
+    // The dynamic scheduler's slots, one per Q buffer: the producer's tile for the consumers.
     static constexpr int kSlotOffset = kBarrierOffset + 8 * kBarriers;
-    static constexpr int kSmemBytes = kSlotOffset + 8 + 1024;
+    static constexpr int kSmemBytes = kSlotOffset + 8 * kQStages + 1024;
     static_assert(kSmemBytes <= 227 * 1024, "tile does not fit in shared memory");
 };
 
@@ -735,10 +749,13 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const uint32_t q_smem = base + S::kQOffset;
     const uint32_t k_smem = base + S::kKOffset;
     const uint32_t v_smem = base + S::kVOffset;
-    // Barriers, 8 bytes each: q_full, q_empty, then per stage k_full, v_full, k_empty, v_empty.
+    // Barriers, 8 bytes each: per Q buffer q_full and q_empty, then per stage k_full, v_full,
+    // k_empty, v_empty. Q buffer b: its data at q_smem + b * kQBytes, its barriers at
+    // q_full + 16 * b and q_empty + 16 * b, its slot at tile_slot + 8 * b.
+    constexpr int QSTAGES = S::kQStages;
     const uint32_t q_full = base + S::kBarrierOffset;
     const uint32_t q_empty = q_full + 8;
-    const uint32_t k_full = q_empty + 8;
+    const uint32_t k_full = q_full + 16 * QSTAGES;
     const uint32_t v_full = k_full + 8 * STAGES;
     const uint32_t k_empty = v_full + 8 * STAGES;
     const uint32_t v_empty = k_empty + 8 * STAGES;
@@ -756,8 +773,11 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const int diag = p.seqlen_k - p.seqlen_q;  // query i sees key j iff j <= i + diag (causal)
 
     if (threadIdx.x == 0) {
-        mbar_init(q_full, 1);
-        mbar_init(q_empty, kConsumers * 4);  // one arrival per consumer warp
+#pragma unroll
+        for (int b = 0; b < QSTAGES; ++b) {
+            mbar_init(q_full + 16 * b, 1);
+            mbar_init(q_empty + 16 * b, kConsumers * 4);  // one arrival per consumer warp
+        }
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(k_full + 8 * s, 1);
@@ -785,16 +805,18 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                 const int n_blocks = key_blocks<kBlockM, BN>(p, m0);
                 if (n_blocks == 0) return;  // its rows see no key: no Q, no K, no V
                 const int kv_head = tile.head / p.group;
-                // Q's buffer is free once every consumer's last S of the previous tile is done
-                // (and with it the slot: each consumer reads it before its first S).
-                if (q_loads > 0) mbar_wait<kProducerWaitHint>(q_empty, (q_loads - 1) & 1);
+                // A Q buffer is free once every consumer's last S of the tile it held is done
+                // (and with it its slot: each consumer reads it before its first S).
+                const int qb = q_loads % QSTAGES;
+                if (q_loads >= QSTAGES)
+                    mbar_wait<kProducerWaitHint>(q_empty + 16 * qb, (q_loads / QSTAGES - 1) & 1);
                 ++q_loads;
-                if (dynamic) st_shared(tile_slot, index);  // published by q_full's arrival
-                mbar_expect_tx(q_full, S::kQBytes);
+                if (dynamic) st_shared(tile_slot + 8 * qb, index);  // published by q_full
+                mbar_expect_tx(q_full + 16 * qb, S::kQBytes);
 #pragma unroll
                 for (int ch = 0; ch < S::kChunks; ++ch)
-                    tma_load(q_smem + ch * kBlockM * kRowBytes, &tm_q, q_full, ch * kChunk,
-                             tile.head, m0, tile.batch);
+                    tma_load(q_smem + qb * S::kQBytes + ch * kBlockM * kRowBytes, &tm_q,
+                             q_full + 16 * qb, ch * kChunk, tile.head, m0, tile.batch);
                 for (int j = 0; j < n_blocks; ++j, ++kv) {
                     const int s = kv % STAGES;
                     const uint32_t parity = ((kv / STAGES) & 1) ^ 1;  // a fresh barrier passes 1
@@ -820,9 +842,11 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                 for (int index = blockIdx.x; index < tiles; index = next_dynamic_tile())
                     produce(index);
                 // The end, told through the same slot and barrier: -1, with no bytes to wait for.
-                if (q_loads > 0) mbar_wait<kProducerWaitHint>(q_empty, (q_loads - 1) & 1);
-                st_shared(tile_slot, -1);
-                mbar_arrive(q_full);
+                const int qb = q_loads % QSTAGES;
+                if (q_loads >= QSTAGES)
+                    mbar_wait<kProducerWaitHint>(q_empty + 16 * qb, (q_loads / QSTAGES - 1) & 1);
+                st_shared(tile_slot + 8 * qb, -1);
+                mbar_arrive(q_full + 16 * qb);
                 dynamic_tiles_done();
             }
         }
@@ -838,7 +862,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     const int g = lane / 4;  // accumulator row within the warp's 16 (and g + 8)
     const int c = lane % 4;  // accumulator column pair within each 8-column block
     const float sl2 = p.scale_log2;
-    const uint32_t q_wg = q_smem + wg * 64 * kRowBytes;
+    const uint32_t q_wg0 = q_smem + wg * 64 * kRowBytes;  // this warpgroup's rows of buffer 0
     const bool last_consumer = wg == kConsumers - 1;
 
     float o[HEADDIM / 2];
@@ -858,6 +882,12 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     // and a thread-dependent branch in the loop cost v9 every uniform instruction of the
     // steady loop (32 R2UR moves per step instead of 8).
     for (int round = 0;; ++round) {
+        // This tile's Q buffer (every consumer counts the tiles it loads Q for as the producer
+        // does: each tile that sees a key, skipped or not).
+        const int qb = q_loads % QSTAGES;
+        const uint32_t q_full_t = q_full + 16 * qb;
+        const uint32_t q_empty_t = q_empty + 16 * qb;
+        const uint32_t q_wg = q_wg0 + qb * S::kQBytes;
         int index;
         if (dynamic) {
             // The producer's slot, once Q of that tile (or the end) has arrived; taken from lane
@@ -865,8 +895,8 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             // with the warp reconverged after the wait's spin: without the __syncwarp the
             // steady loop lost its uniform datapath (58 uniform instructions to 2 at d128
             // causal, R2UR 16 to 48).
-            mbar_wait(q_full, q_loads & 1);
-            index = __shfl_sync(0xffffffffu, ld_shared(tile_slot), 0);
+            mbar_wait(q_full_t, (q_loads / QSTAGES) & 1);
+            index = __shfl_sync(0xffffffffu, ld_shared(tile_slot + 8 * qb), 0);
             __syncwarp();
             if (index < 0) break;
         } else {
@@ -903,7 +933,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         // ptxas serialise every wgmma of the kernel (C7520). A query tile that sees no key
         // (causal, seqlen_q > seqlen_k) runs none of them, nor takes any turn.
         if (n_wg > 0) {
-            if (!dynamic) mbar_wait(q_full, q_loads & 1);  // dynamic: waited for above
+            if (!dynamic) mbar_wait(q_full_t, (q_loads / QSTAGES) & 1);  // dynamic: waited for above
             ++q_loads;
             const int s0 = kv % STAGES;
             mbar_wait(k_full + 8 * s0, (kv / STAGES) & 1);
@@ -917,7 +947,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             __syncwarp();
             if (lane == 0) {
                 mbar_arrive(k_empty + 8 * s0);
-                if (n_wg == 1) mbar_arrive(q_empty);  // this tile's last S: Q is free
+                if (n_wg == 1) mbar_arrive(q_empty_t);  // this tile's last S: Q is free
             }
             if (0 >= first_masked) mask_tile<BN>(sc, 0, row0, c, p.seqlen_k, p.causal, diag);
             softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
@@ -942,7 +972,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // S_j is done
             fence_registers<BN / 2>(sc);
             if constexpr (!kSoftmaxUnderPv)
-                release_k(lane, k_empty + 8 * s, q_empty, j == n_wg - 1);
+                release_k(lane, k_empty + 8 * s, q_empty_t, j == n_wg - 1);
             if (kMask == kMaskAlways || (kMask == kMaskAtRunTime && j >= first_masked))
                 mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
             softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
@@ -951,7 +981,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             // the start of its block, and with the release before the mask (v19) the wait for
             // P V below sat ahead of every exponential: the softmax never ran under P V.
             if constexpr (kSoftmaxUnderPv)
-                release_k(lane, k_empty + 8 * s, q_empty, j == n_wg - 1);
+                release_k(lane, k_empty + 8 * s, q_empty_t, j == n_wg - 1);
             wgmma_wait_all();  // P_{j-1} V_{j-1} is done: O and P may be touched again
             fence_registers<HEADDIM / 2>(o);
             __syncwarp();
@@ -987,7 +1017,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             // and its release of each K, V and Q buffer, each only once that buffer holds this
             // tile's data (an earlier arrival would count towards the previous fill's release).
             if (n_wg == 0 && n_blocks > 0) {
-                if (!dynamic) mbar_wait(q_full, q_loads & 1);
+                if (!dynamic) mbar_wait(q_full_t, (q_loads / QSTAGES) & 1);
                 ++q_loads;
                 wait_turn(wg);
                 pass_turn<kConsumers>(wg);
@@ -1003,7 +1033,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                 if (lane == 0) {
                     mbar_arrive(k_empty + 8 * s);
                     mbar_arrive(v_empty + 8 * s);
-                    if (n_wg == 0 && j == n_blocks - 1) mbar_arrive(q_empty);
+                    if (n_wg == 0 && j == n_blocks - 1) mbar_arrive(q_empty_t);
                 }
             }
         }
