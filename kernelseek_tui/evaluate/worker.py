@@ -78,14 +78,20 @@ class Kernel:
             ctypes.c_void_p,
         ]
 
-    def bind_tensors(
-        self, tensors: list[GuardedTensor], ints: list[int], floats: list[float], stream: int
+    def bind(
+        self, ptrs: list[int], ints: list[int], floats: list[float], stream: int
     ) -> Callable[[], int]:
-        pointers = (ctypes.c_void_p * len(tensors))(*(t.ptr for t in tensors))
+        """``ks_launch`` on device pointers (the benchmarks call it on torch tensors' own)."""
+        pointers = (ctypes.c_void_p * len(ptrs))(*ptrs)
         int_args = (ctypes.c_int64 * max(1, len(ints)))(*ints)
         float_args = (ctypes.c_double * max(1, len(floats)))(*floats)
         fn = self._fn
         return lambda: fn(pointers, int_args, float_args, stream)
+
+    def bind_tensors(
+        self, tensors: list[GuardedTensor], ints: list[int], floats: list[float], stream: int
+    ) -> Callable[[], int]:
+        return self.bind([t.ptr for t in tensors], ints, floats, stream)
 
 
 @dataclass(slots=True)
