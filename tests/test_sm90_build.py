@@ -45,10 +45,10 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_SOFTMAX_UNDER_PV": 2},
         {"SM90_D64_CONSUMERS": 3, "SM90_SKIP_UNSEEN": 0},
         {"SM90_SOFTMAX_TREE": 1, "SM90_WAIT_HINT": 1},
-        {"SM90_SPLIT_MASKED_LOOP": 1},
+        {"SM90_SPLIT_MASKED_LOOP": 0, "SM90_Q_STAGES": 1},
         {"SM90_D128_NARROW_STAGES": 3, "SM90_D128_BLOCK_N": 128},
         {"SM90_WAIT_HINT": 2},
-        {"SM90_Q_STAGES": 2},
+        {"SM90_Q_STAGES": 1},
     ],
     ids=[
         "defaults",
@@ -61,10 +61,10 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         "softmax-under-pv-but-d64",
         "three-d64-consumers-every-tile-run",
         "tree-softmax-wait-hint",
-        "split-masked-loop",
+        "v21-one-loop-one-q-buffer",
         "three-stages-at-d128-narrow",
         "producer-wait-hint",
-        "two-q-buffers",
+        "one-q-buffer",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:

@@ -89,7 +89,8 @@ constexpr float kRescaleSlack = static_cast<float>(SM90_RESCALE_SLACK);
 #endif
 // 1: the softmax takes both rows' maxima at once, each as four interleaved chains, and sums each
 // row's exponentials in two partial sums; 0: one chain per row, row after row (v20). The chains
-// set how soon the first exponential can start after S lands. Not measured yet.
+// set how soon the first exponential can start after S lands. Measured once by do_bench alone
+// (2026-12-04, v21t): no gain beyond the 1.4% A/A spread.
 constexpr bool kSoftmaxTree = SM90_SOFTMAX_TREE != 0;
 #ifndef SM90_WAIT_HINT
 #define SM90_WAIT_HINT 0
@@ -99,7 +100,7 @@ constexpr bool kSoftmaxTree = SM90_SOFTMAX_TREE != 0;
 // before; 0: no hint. ncu at d128 8k (2026-12-03) counted about 30M barrier polls and as many
 // branches back, ~11% of the instructions executed (FA3: 3M); at d128 causal 4k (2026-12-04)
 // 14.4 M of 36 M instructions outside the step, most of them the producer's waits for K.
-// Value 1 measured once by do_bench alone (no gain beyond 1.4%); 2 not measured.
+// Measured in turn with FA3 (H100, 2026-12-05): 1 and 2 both within 0.3% of v21 everywhere.
 static_assert(SM90_WAIT_HINT >= 0 && SM90_WAIT_HINT <= 2, "SM90_WAIT_HINT: 0, 1 or 2");
 constexpr bool kWaitHint = SM90_WAIT_HINT == 1;
 constexpr bool kProducerWaitHint = SM90_WAIT_HINT != 0;
@@ -115,13 +116,14 @@ constexpr bool kProducerWaitHint = SM90_WAIT_HINT != 0;
 // +3-5% over v20, d256 +1-2%, nothing lost elsewhere.
 constexpr bool kSkipUnseen = SM90_SKIP_UNSEEN != 0;
 #ifndef SM90_SPLIT_MASKED_LOOP
-#define SM90_SPLIT_MASKED_LOOP 0
+#define SM90_SPLIT_MASKED_LOOP 1
 #endif
 // 1: the steady loop runs as two loops, the key tiles that need no mask and then those that do
-// (FA3 has a loop of each kind); 0: one loop that branches to the mask on each step. ncu at d128
-// causal 4k (2026-12-04 18:31) put 1.1% of v21's samples on branch resolution, and 1.5% more
-// on the join and the uniform compare around it, all in the softmax, where FA3's unmasked loop
-// has no branch. Not measured yet.
+// (FA3 has a loop of each kind); 0: one loop that branches to the mask on each step (v21). ncu
+// at d128 causal 4k (2026-12-04 18:31) put 1.1% of v21's samples on branch resolution, and 1.5%
+// more on the join and the uniform compare around it, all in the softmax, where FA3's unmasked
+// loop has no branch. Default since v24: measured in turn with FA3 (H100, 2026-12-05, fa_bench
+// --in-turn) d128 causal +2.2% over v21, d64 non-causal +0.6%, d256 -0.4% (A/A spread 0.1%).
 constexpr bool kSplitMaskedLoop = SM90_SPLIT_MASKED_LOOP != 0;
 #ifndef SM90_PERSISTENT
 #define SM90_PERSISTENT 1
@@ -144,7 +146,8 @@ constexpr bool kCausalPersistent = kPersistent && SM90_CAUSAL_PERSISTENT != 0;
 // the query blocks (128 of 132 at d128 causal 1k-16k), and dealing it over all 132 (v22f)
 // unbalanced it: counted per CTA (key tiles + 1 a tile), v21's deal ends 1.031x after the
 // ideal on 132 SMs, v22f's 1.41-1.75x (it lost 25-42%, measured), a dynamic hand-out 1.002-1.009x.
-// Not measured yet.
+// Broken: its first run (H100, 2026-12-05) hung on fa_smoke's first causal shape (d64, batch 2,
+// seqlen_q 300, seqlen_k 517, 4 heads, 2 KV heads), before any timing.
 constexpr bool kDynamicCausal = SM90_DYNAMIC_CAUSAL != 0;
 #ifndef SM90_PERSISTENT_MAX_KEY_TILES
 #define SM90_PERSISTENT_MAX_KEY_TILES 0
@@ -187,7 +190,9 @@ static_assert(SM90_D64_CONSUMERS == 0 || SM90_D64_CONSUMERS == 2 || SM90_D64_CON
 // K/V stages at d128 with 128-key tiles (causal, or SM90_D128_BLOCK_N=128): 2, or 3, which
 // still fit (Q 32 KB + 3 x 64 KB of K and V, of 227 KB). ncu at d128 causal 4k (2026-12-04
 // 18:31): v21's consumers held 4.8% of all samples waiting for K and V at the top of the step,
-// FA3 3.7%, and v21 releases K later (after the softmax, FA3 before it). Not measured yet.
+// FA3 3.7%, and v21 releases K later (after the softmax, FA3 before it). Measured in turn with
+// FA3 (H100, 2026-12-05): 3 within 0.4% of 2 everywhere, so the K/V waits are not the ring's
+// depth.
 #define SM90_D128_NARROW_STAGES 2
 #endif
 static_assert(SM90_D128_NARROW_STAGES == 2 || SM90_D128_NARROW_STAGES == 3,
@@ -197,9 +202,10 @@ static_assert(SM90_D128_NARROW_STAGES == 2 || SM90_D128_NARROW_STAGES == 3,
 // Q buffers: 1, or 2 where they fit beside the K/V ring (d64, and d128 with 128-key tiles):
 // then the next work tile's Q loads while this one finishes, instead of after its last S (with
 // one buffer the load starts only once every consumer's last S of the tile is done, and the
-// consumers reach the next tile a last softmax, a last P V and an epilogue later). Not
-// measured yet.
-#define SM90_Q_STAGES 1
+// consumers reach the next tile a last softmax, a last P V and an epilogue later). Default
+// since v24: measured in turn with FA3 (H100, 2026-12-05) d64 non-causal +1.4% over v21, d64
+// causal +0.9%, d128 causal +0.2%, the rest within the 0.1% A/A spread.
+#define SM90_Q_STAGES 2
 #endif
 static_assert(SM90_Q_STAGES == 1 || SM90_Q_STAGES == 2, "SM90_Q_STAGES: 1 or 2");
 
