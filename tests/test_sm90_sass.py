@@ -223,3 +223,28 @@ def test_two_q_buffers_keep_the_steady_loop(tmp_path: Path) -> None:
     for key, instructions in two.items():
         assert exponentials_under_pv(instructions) >= key[1] // 2, key
         assert steady_uniform(instructions) >= 0.9 * steady_uniform(one[key]), key
+
+
+SETMAXREG = re.compile(
+    r"USETMAXREG\.(TRY_ALLOC|DEALLOC)\.CTAPOOL\s+(?:UP\d+,\s*)?(0x[0-9a-f]+|\d+)"
+)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_the_consumers_ask_for_no_more_registers_than_the_producer_gives_back(
+    tmp_path: Path, dynamic: bool
+) -> None:
+    """setmaxnreg.inc (SASS `USETMAXREG.TRY_ALLOC.CTAPOOL`) takes registers only from the CTA's
+    pool, which holds what setmaxnreg.dec gave back, and waits until it has them: the consumers'
+    rise above the launch's per-thread count, times their number, must not exceed the
+    producer's fall below it. The dynamic scheduler's kernels broke this (producer 32, two
+    consumers 240: 1024 registers short) and hung on their first launch (H100, 2026-12-05)."""
+    defines = {"SM90_DYNAMIC_CAUSAL": 1} if dynamic else {}
+    kernels = sass_by_kernel(tmp_path, defines, dynamic=dynamic)
+    assert kernels
+    for (headdim, block_n, consumers), instructions in kernels.items():
+        found = {m[1]: int(m[2], 0) for t in instructions if (m := SETMAXREG.search(t))}
+        assert set(found) == {"TRY_ALLOC", "DEALLOC"}, (headdim, block_n, consumers, found)
+        entry = 65536 // ((consumers + 1) * 128) // 8 * 8
+        rise = (found["TRY_ALLOC"] - entry) * consumers
+        assert rise <= entry - found["DEALLOC"], (headdim, block_n, consumers, found, entry)

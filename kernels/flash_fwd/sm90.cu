@@ -146,8 +146,9 @@ constexpr bool kCausalPersistent = kPersistent && SM90_CAUSAL_PERSISTENT != 0;
 // the query blocks (128 of 132 at d128 causal 1k-16k), and dealing it over all 132 (v22f)
 // unbalanced it: counted per CTA (key tiles + 1 a tile), v21's deal ends 1.031x after the
 // ideal on 132 SMs, v22f's 1.41-1.75x (it lost 25-42%, measured), a dynamic hand-out 1.002-1.009x.
-// Broken: its first run (H100, 2026-12-05) hung on fa_smoke's first causal shape (d64, batch 2,
-// seqlen_q 300, seqlen_k 517, 4 heads, 2 KV heads), before any timing.
+// Its first run (H100, 2026-12-05) hung on fa_smoke's first causal shape, before any timing:
+// its consumers asked setmaxnreg for more registers than its producer gave back (kConsumerRegs
+// in the kernel). Fixed on the CPU (tests/test_sm90_sass.py reads the SASS), not yet run.
 constexpr bool kDynamicCausal = SM90_DYNAMIC_CAUSAL != 0;
 #ifndef SM90_PERSISTENT_MAX_KEY_TILES
 #define SM90_PERSISTENT_MAX_KEY_TILES 0
@@ -773,6 +774,18 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     // Its producer needs 32 registers (at 24 ptxas spilled 44-64 bytes); with two consumers at
     // 240 that is the whole register file (32 x 128 + 240 x 256 = 64K).
     constexpr int kProducerRegs = DYNAMIC ? 32 : S::kProducerRegs;
+    // setmaxnreg.inc takes its registers only from what the CTA's own warps gave back with
+    // setmaxnreg.dec, and blocks until it has them: the consumers may rise above the launch's
+    // per-thread count (65536 / threads, in steps of 8) by no more than the producer fell below
+    // it, shared among them. With the dynamic producer's 32 and two consumers at 240 that was
+    // 1024 registers short, and the first launch hung (H100, 2026-12-05): 232 fits.
+    constexpr int kEntryRegs = (65536 / S::kThreads) / 8 * 8;
+    constexpr int kConsumerRegs =
+        (kEntryRegs - kProducerRegs) / kConsumers / 8 * 8 + kEntryRegs < S::kConsumerRegs
+            ? (kEntryRegs - kProducerRegs) / kConsumers / 8 * 8 + kEntryRegs
+            : S::kConsumerRegs;
+    static_assert((kConsumerRegs - kEntryRegs) * kConsumers <= kEntryRegs - kProducerRegs,
+                  "the consumers would wait for registers no warp gives back");
 
     const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
     const int tiles = m_blocks * p.nheads * p.batch;
@@ -860,7 +873,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     }
 
     // ---------------- consumers ----------------
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(S::kConsumerRegs));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
     const int wg = warpgroup - 1;
     const int t = threadIdx.x % kWarpgroupThreads;
     const int warp = t / 32;
