@@ -49,6 +49,7 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_D128_NARROW_STAGES": 3, "SM90_D128_BLOCK_N": 128},
         {"SM90_WAIT_HINT": 2},
         {"SM90_Q_STAGES": 1},
+        {"SM90_SPLIT_MASKED_LOOP": 2},
     ],
     ids=[
         "defaults",
@@ -65,6 +66,7 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         "three-stages-at-d128-narrow",
         "producer-wait-hint",
         "one-q-buffer",
+        "split-loop-but-d256",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:

@@ -124,7 +124,13 @@ constexpr bool kSkipUnseen = SM90_SKIP_UNSEEN != 0;
 // more on the join and the uniform compare around it, all in the softmax, where FA3's unmasked
 // loop has no branch. Default since v24: measured in turn with FA3 (H100, 2026-12-05, fa_bench
 // --in-turn) d128 causal +2.2% over v21, d64 non-causal +0.6%, d256 -0.4% (A/A spread 0.1%).
-constexpr bool kSplitMaskedLoop = SM90_SPLIT_MASKED_LOOP != 0;
+// 2: two loops except at d256 (one there, as v21), for that -0.4%; not measured yet.
+static_assert(SM90_SPLIT_MASKED_LOOP >= 0 && SM90_SPLIT_MASKED_LOOP <= 2,
+              "SM90_SPLIT_MASKED_LOOP: 0, 1 or 2");
+template <int HEADDIM>
+__host__ __device__ constexpr bool split_masked_loop() {
+    return SM90_SPLIT_MASKED_LOOP == 1 || (SM90_SPLIT_MASKED_LOOP == 2 && HEADDIM != 256);
+}
 #ifndef SM90_PERSISTENT
 #define SM90_PERSISTENT 1
 #endif
@@ -1007,7 +1013,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
             to_operand<BN>(sc, pa);
         };
-        if constexpr (kSplitMaskedLoop) {
+        if constexpr (split_masked_loop<HEADDIM>()) {
             // From lane 0, as n_wg: a bound computed from the warpgroup index looks
             // thread-dependent to ptxas, and both loops would lose the uniform datapath.
             const int unmasked_end = __shfl_sync(0xffffffffu, max(1, min(first_masked, n_wg)), 0);
