@@ -777,8 +777,8 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     // parameter, not p.causal at run time: the test of it in both loops cost registers enough
     // for ptxas to spill in the producer and in d128's consumers.
     constexpr bool dynamic = DYNAMIC;
-    // Its producer needs 32 registers (at 24 ptxas spilled 44-64 bytes); with two consumers at
-    // 240 that is the whole register file (32 x 128 + 240 x 256 = 64K).
+    // Its producer needs 32 registers (at 24 ptxas spilled 44-64 bytes), which leaves its
+    // consumers fewer (kConsumerRegs).
     constexpr int kProducerRegs = DYNAMIC ? 32 : S::kProducerRegs;
     // setmaxnreg.inc takes its registers only from what the CTA's own warps gave back with
     // setmaxnreg.dec, and blocks until it has them: the consumers may rise above the launch's
@@ -786,10 +786,9 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     // it, shared among them. With the dynamic producer's 32 and two consumers at 240 that was
     // 1024 registers short, and the first launch hung (H100, 2026-12-05): 232 fits.
     constexpr int kEntryRegs = (65536 / S::kThreads) / 8 * 8;
+    constexpr int kRegsThatFit = kEntryRegs + (kEntryRegs - kProducerRegs) / kConsumers / 8 * 8;
     constexpr int kConsumerRegs =
-        (kEntryRegs - kProducerRegs) / kConsumers / 8 * 8 + kEntryRegs < S::kConsumerRegs
-            ? (kEntryRegs - kProducerRegs) / kConsumers / 8 * 8 + kEntryRegs
-            : S::kConsumerRegs;
+        kRegsThatFit < S::kConsumerRegs ? kRegsThatFit : S::kConsumerRegs;
     static_assert((kConsumerRegs - kEntryRegs) * kConsumers <= kEntryRegs - kProducerRegs,
                   "the consumers would wait for registers no warp gives back");
 
@@ -958,7 +957,8 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         // ptxas serialise every wgmma of the kernel (C7520). A query tile that sees no key
         // (causal, seqlen_q > seqlen_k) runs none of them, nor takes any turn.
         if (n_wg > 0) {
-            if (!dynamic) mbar_wait(q_full_t, (q_loads / QSTAGES) & 1);  // dynamic: waited for above
+            // Dynamic: waited for above, before the slot was read.
+            if (!dynamic) mbar_wait(q_full_t, (q_loads / QSTAGES) & 1);
             ++q_loads;
             const int s0 = kv % STAGES;
             mbar_wait(k_full + 8 * s0, (kv / STAGES) & 1);
