@@ -28,6 +28,34 @@ SHAPES = [  # batch, seqlen_q, seqlen_k, nheads, nheads_kv, causal
     (3, 64, 1000, 2, 1, 1),
     (2, 1024, 1024, 8, 8, 1),
 ]
+# Inputs that push a row's maximum up after its first key tile, for kernels that take the
+# exponentials against a stale maximum (sm90's SM90_STALE_MAX, from SM90_STALE_MIN_KEYS = 2048
+# keys): "rising" scales the keys up along the sequence, so maxima climb tile after tile; "jump"
+# gives one key, at 400, a score far enough above the rest that its exponential against an
+# earlier base overflows float32.
+HARD_SHAPES = [  # ... as SHAPES, then the inputs
+    (2, 300, 2100, 2, 2, 0, "rising"),
+    (2, 300, 2100, 2, 1, 0, "jump"),
+    (1, 2100, 2100, 2, 1, 1, "jump"),
+]
+
+
+def inputs(b, sq, sk, h, hkv, headdim, kind):
+    """q, k, v in bf16 on the GPU: standard normal, or shaped as HARD_SHAPES says."""
+    import torch
+
+    q = torch.randn(b, sq, h, headdim, device="cuda")
+    k = torch.randn(b, sk, hkv, headdim, device="cuda")
+    v = torch.randn(b, sk, hkv, headdim, device="cuda")
+    if kind == "rising":
+        k *= torch.linspace(1.0, 4.0, sk, device="cuda")[None, :, None, None]
+    elif kind == "jump":
+        # Every query's score with key 400 is about 200 (base 2) above the others at any head
+        # dim (|q| sums to about 0.8 * headdim; the scale is about 1 / sqrt(headdim)).
+        q = q.abs()
+        k[:, 400] = 192.0 / headdim**0.5
+    bf = torch.bfloat16
+    return q.to(bf), k.to(bf), v.to(bf)
 
 
 def reference(q, k, v, scale, causal):
@@ -61,11 +89,9 @@ def main() -> int:
     stream = torch.cuda.current_stream().cuda_stream
     worst = 0.0
     for headdim in (64, 128, 256):
-        for b, sq, sk, h, hkv, causal in SHAPES:
+        for b, sq, sk, h, hkv, causal, kind in [(*s, "randn") for s in SHAPES] + HARD_SHAPES:
             torch.manual_seed(sq * 7 + sk)
-            q = torch.randn(b, sq, h, headdim, device="cuda", dtype=torch.bfloat16)
-            k = torch.randn(b, sk, hkv, headdim, device="cuda", dtype=torch.bfloat16)
-            v = torch.randn(b, sk, hkv, headdim, device="cuda", dtype=torch.bfloat16)
+            q, k, v = inputs(b, sq, sk, h, hkv, headdim, kind)
             out = torch.full_like(q, float("nan"))
             lse = torch.full((b, h, sq), float("nan"), device="cuda", dtype=torch.float32)
             scale = 0.9 / math.sqrt(headdim)
@@ -88,7 +114,8 @@ def main() -> int:
             bad = not (out_err < 0.03 and lse_err < 2e-3 and inf_ok) or math.isnan(out_err)
             worst = max(worst, out_err)
             print(
-                f"d{headdim} b{b} sq{sq} sk{sk} h{h}/{hkv} c{causal}: max|out-ref| {out_err:.4f} "
+                f"d{headdim} b{b} sq{sq} sk{sk} h{h}/{hkv} c{causal} {kind}: "
+                f"max|out-ref| {out_err:.4f} "
                 f"max|lse-ref| {lse_err:.2e} inf rows ok {inf_ok}{'  <-- BAD' if bad else ''}",
                 flush=True,
             )

@@ -50,6 +50,8 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_WAIT_HINT": 2},
         {"SM90_Q_STAGES": 1},
         {"SM90_SPLIT_MASKED_LOOP": 2},
+        {"SM90_STALE_MAX": 0},
+        {"SM90_STALE_MAX": 1, "SM90_STALE_MIN_KEYS": 0},
     ],
     ids=[
         "defaults",
@@ -67,28 +69,65 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         "producer-wait-hint",
         "one-q-buffer",
         "split-loop-but-d256",
+        "exact-maximum-everywhere",
+        "stale-maximum-at-every-head-dim",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:
     report = ptxas_report(tmp_path, defines)
     assert "Compiling entry function" in report
     assert not re.search(r"C75\d\d|serialized|Performance Loss", report), report
-    for frame in re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores", report):
-        assert frame == ("0", "0"), report
+    for name, frame, spilled in entries(report):
+        if stale(name):
+            # The exact path's scores, in local memory (sm90.cu: unrolled they were some 3,000
+            # instructions of cold code in the loop), and at d128's 176-key tile a few values
+            # spilled outside the steady loops (ptxas, CUDA 13.0, 2026-12-05: 8 bytes, 28
+            # without turns). The steady step itself touches no local memory
+            # (tests/test_sm90_sass.py).
+            assert int(frame) <= 4 * block_n(name) // 2 + 16, (name, frame)
+            assert int(spilled) <= 32, (name, spilled)
+        else:
+            assert (frame, spilled) == ("0", "0"), (name, frame, spilled)
+
+
+def entries(report: str) -> list[tuple[str, str, str]]:
+    """(kernel, stack frame bytes, spill store bytes) of each kernel ptxas compiled."""
+    return re.findall(
+        r"Compiling entry function '(\S+)'.*?\n\s*(\d+) bytes stack frame, (\d+) bytes spill",
+        report,
+        re.S,
+    )
+
+
+INSTANCE = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)ELi(\d+)ELb([01])ELb([01])E")
+
+
+def block_n(name: str) -> int:
+    found = INSTANCE.search(name)
+    assert found, name
+    return int(found[2])
+
+
+def dynamic(name: str) -> bool:
+    found = INSTANCE.search(name)
+    assert found, name
+    return found[4] == "1"
+
+
+def stale(name: str) -> bool:
+    found = INSTANCE.search(name)
+    assert found, name
+    return found[5] == "1"
 
 
 def test_the_dynamic_scheduler_s_kernels_spill_at_most_a_counter(tmp_path) -> None:
     """SM90_DYNAMIC_CAUSAL: its kernels (the `b1` instantiations) may spill a few bytes (ptxas,
     CUDA 13.0, 2026-12-04: 12 in d256's producer, its count of Q loads stored and reloaded once
     a tile; 4 in d128's 176-key kernel, which no causal launch uses); the others spill nothing."""
-    report = ptxas_report(tmp_path, {"SM90_DYNAMIC_CAUSAL": 1})
+    report = ptxas_report(tmp_path, {"SM90_DYNAMIC_CAUSAL": 1, "SM90_STALE_MAX": 0})
     assert not re.search(r"C75\d\d|serialized|Performance Loss", report), report
-    entries = re.findall(
-        r"Compiling entry function '(\S+)'.*?\n\s*(\d+) bytes stack frame, (\d+) bytes spill",
-        report,
-        re.S,
-    )
-    assert len(entries) == 10
-    for name, _, spilled in entries:
-        limit = 16 if "ELb1E" in name else 0
+    found = entries(report)
+    assert len(found) == 10
+    for name, _, spilled in found:
+        limit = 16 if dynamic(name) else 0
         assert int(spilled) <= limit, (name, spilled)

@@ -28,9 +28,10 @@ from kernelseek_tui.task import load_task
 TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd"
 FUNCTION = re.compile(r"Function : (\S+)")
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);")
-# (head dim, key-tile width, consumer warpgroups) of each instantiation, and whether it is the
-# dynamic scheduler's (SM90_DYNAMIC_CAUSAL).
-INSTANCE = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)ELi(\d+)E(?:Lb([01])E)?")
+# (head dim, key-tile width, consumer warpgroups) of each instantiation, whether it is the
+# dynamic scheduler's (SM90_DYNAMIC_CAUSAL), and whether its unmasked steps skip the row
+# maximum (SM90_STALE_MAX).
+INSTANCE = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)ELi(\d+)ELb([01])ELb([01])E")
 
 
 def cuobjdump() -> str | None:
@@ -51,11 +52,12 @@ pytestmark = [
 
 
 def sass_by_kernel(
-    tmp_path: Path, defines: dict[str, int], *, dynamic: bool = False
+    tmp_path: Path, defines: dict[str, int], *, dynamic: bool = False, stale: bool = False
 ) -> dict[tuple[int, int, int], list[str]]:
     """The kernel built as the judge builds it (sm_90a), disassembled: instructions per
     (head dim, key-tile width, consumers) instantiation; with ``dynamic``, the dynamic
-    scheduler's instantiations instead of the others."""
+    scheduler's instantiations instead of the others; with ``stale``, those whose unmasked
+    steps skip the row maximum instead of the exact ones."""
     task = load_task(TASK_DIR, "sm90.cu")
     tmp_path.mkdir(parents=True, exist_ok=True)
     cubin = tmp_path / "k.cubin"
@@ -87,7 +89,7 @@ def sass_by_kernel(
         function = FUNCTION.search(line)
         if function:
             dims = INSTANCE.search(function.group(1))
-            wanted = dims is not None and (dims[4] == "1") == dynamic
+            wanted = dims is not None and (dims[4] == "1") == dynamic and (dims[5] == "1") == stale
             key = (int(dims[1]), int(dims[2]), int(dims[3])) if dims and wanted else None
             current = kernels.setdefault(key, []) if key else None
             continue
@@ -240,11 +242,41 @@ def test_the_consumers_ask_for_no_more_registers_than_the_producer_gives_back(
     producer's fall below it. The dynamic scheduler's kernels broke this (producer 32, two
     consumers 240: 1024 registers short) and hung on their first launch (H100, 2026-12-05)."""
     defines = {"SM90_DYNAMIC_CAUSAL": 1} if dynamic else {}
-    kernels = sass_by_kernel(tmp_path, defines, dynamic=dynamic)
-    assert kernels
-    for (headdim, block_n, consumers), instructions in kernels.items():
+    kernels = list(sass_by_kernel(tmp_path / "exact", defines, dynamic=dynamic).items())
+    kernels += sass_by_kernel(tmp_path / "stale", defines, dynamic=dynamic, stale=True).items()
+    assert len(kernels) == 7
+    for (headdim, block_n, consumers), instructions in kernels:
         found = {m[1]: int(m[2], 0) for t in instructions if (m := SETMAXREG.search(t))}
         assert set(found) == {"TRY_ALLOC", "DEALLOC"}, (headdim, block_n, consumers, found)
         entry = 65536 // ((consumers + 1) * 128) // 8 * 8
         rise = (found["TRY_ALLOC"] - entry) * consumers
         assert rise <= entry - found["DEALLOC"], (headdim, block_n, consumers, found, entry)
+
+
+def stale_step(instructions: list[str]) -> list[str]:
+    """The first steady loop's softmax as every step runs it: from the wait for S_j to the
+    warp's vote on the sums (the exact path lies past the vote's branch)."""
+    wait = next(i for i, t in enumerate(instructions) if text_ends(t, "0x1"))
+    vote = next(i for i, t in enumerate(instructions) if i > wait and "VOTE.ALL" in t)
+    return instructions[wait + 1 : vote]
+
+
+def test_the_stale_kernels_skip_the_maximum_and_keep_the_overlap(tmp_path: Path) -> None:
+    """SM90_STALE_MAX=2 (the default since v28): d128's two kernels get a twin whose unmasked
+    steps take every exponential against the row's base without a maximum (no FMNMX, no
+    shuffle, no local memory before the vote), and keep the softmax under P V and the uniform
+    datapath of the exact twin. Without the knob (0) there are no twins."""
+    exact = sass_by_kernel(tmp_path / "exact", {})
+    stale = sass_by_kernel(tmp_path / "stale", {}, stale=True)
+    assert set(stale) == {(128, 176, 2), (128, 128, 2)}
+    for key, instructions in stale.items():
+        step = stale_step(instructions)
+        assert sum("MUFU.EX2" in t for t in step) == key[1] // 2, key
+        for banned in ("FMNMX", "SHFL", "LDL", "STL"):
+            assert not any(banned in t for t in step), (key, banned)
+        assert exponentials_under_pv(instructions) >= key[1] // 2, key
+        assert steady_uniform(instructions) >= 0.9 * steady_uniform(exact[key]), key
+        # The exact twin's step finds the maximum: the check above can fail.
+        wait = next(i for i, t in enumerate(exact[key]) if text_ends(t, "0x1"))
+        assert any("FMNMX" in t for t in exact[key][wait : wait + 200]), key
+    assert not sass_by_kernel(tmp_path / "none", {"SM90_STALE_MAX": 0}, stale=True)

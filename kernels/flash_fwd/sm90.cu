@@ -104,6 +104,30 @@ constexpr bool kSoftmaxTree = SM90_SOFTMAX_TREE != 0;
 static_assert(SM90_WAIT_HINT >= 0 && SM90_WAIT_HINT <= 2, "SM90_WAIT_HINT: 0, 1 or 2");
 constexpr bool kWaitHint = SM90_WAIT_HINT == 1;
 constexpr bool kProducerWaitHint = SM90_WAIT_HINT != 0;
+#ifndef SM90_STALE_MAX
+// Unmasked steady steps (the split loop's first) skip the row maximum: 1 at every head dim, 2 at
+// d128 only, 0 never. Their exponentials are taken against the row's current base and checked
+// afterwards through their sum, which bounds each of them (all are >= 0); only a warp where a
+// sum passes 2^SM90_RESCALE_SLACK takes the exact path. The maximum's only use in those steps
+// is to keep the exponentials from overflowing, which the sum shows as well, after the fact.
+// Kernels with two consumers only: beside three (128 registers) the exact path's registers
+// spill into the steady loop. Measured in turn with FA3 (H100, 2026-12-05, kernels/flash_fwd/
+// NOTES.md): at d128 +4.3% non-causal and +4.6% causal over v24 with SM90_STALE_MIN_KEYS=2048
+// (up to +10% at 16k); at d256 -2% (1, every length) and -0.2% (from 2048 keys): d128 only.
+#define SM90_STALE_MAX 2
+#endif
+static_assert(SM90_STALE_MAX >= 0 && SM90_STALE_MAX <= 2, "SM90_STALE_MAX: 0, 1 or 2 (d128 only)");
+#ifndef SM90_STALE_MIN_KEYS
+// Launches with fewer keys than this keep the exact maximum, in a kernel of their own (the
+// stale kernel lost 5-15% at d128 512 and 1k in turn, and gained from 2k: its exact path's
+// code, never run there, is the suspect; not yet found).
+#define SM90_STALE_MIN_KEYS 2048
+#endif
+constexpr int kStaleMinKeys = SM90_STALE_MIN_KEYS;
+template <int HEADDIM>
+__host__ __device__ constexpr bool stale_max() {
+    return SM90_STALE_MAX == 1 || (SM90_STALE_MAX == 2 && HEADDIM == 128);
+}
 #ifndef SM90_SKIP_UNSEEN
 #define SM90_SKIP_UNSEEN 1
 #endif
@@ -597,6 +621,107 @@ __device__ __forceinline__ void softmax_tile(float* sc, float* row_max, float* r
     }
 }
 
+// One score of this thread's tile, S = Q K^T recomputed on the CUDA cores from the swizzled
+// shared tiles (the layout at the top of the file): `row` of the warpgroup's 64, key `col`.
+template <int HEADDIM, int BM, int BN>
+__device__ __forceinline__ float score_from_shared(uint32_t q_wg, uint32_t k_tile, int row, int col) {
+    float acc = 0.f;
+#pragma unroll 1
+    for (int d = 0; d < HEADDIM; d += 8) {  // one 16-byte unit of each row at a time
+        const uint32_t unit = (d % kChunk) / 8;
+        const uint32_t q_at = q_wg + (d / kChunk) * BM * kRowBytes + row * kRowBytes +
+                              ((unit ^ (row % 8)) * 16);
+        const uint32_t k_at = k_tile + (d / kChunk) * BN * kRowBytes + col * kRowBytes +
+                              ((unit ^ (col % 8)) * 16);
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            uint32_t qv, kv;
+            asm volatile("ld.shared.b32 %0, [%1];" : "=r"(qv) : "r"(q_at + 4 * w) : "memory");
+            asm volatile("ld.shared.b32 %0, [%1];" : "=r"(kv) : "r"(k_at + 4 * w) : "memory");
+            acc = fmaf(__uint_as_float(qv << 16), __uint_as_float(kv << 16), acc);
+            acc = fmaf(__uint_as_float(qv & 0xffff0000u), __uint_as_float(kv & 0xffff0000u), acc);
+        }
+    }
+    return acc;
+}
+
+// The online softmax of an unmasked tile without its maximum (kStaleMax): exponentials against
+// the row's current base, whose sum bounds each of them. Where every sum of the warp is at most
+// 2^kRescaleSlack, no exponential passed it, the base stays (alpha = 1) and the tile costs no
+// reduction. Else, rarely (the base is the first tile's maximum or a later one's, so a sum
+// passes the bound only where a row's maximum rose by about log2 of it over the tile's width):
+// the maximum is found among the exponentials (monotone in S), the row rebased to it exactly
+// (exponentials and sum scaled by its inverse, alpha the same), or, where an exponential
+// overflowed and took its score with it, S is recomputed from shared memory (K and Q are
+// released only after the softmax) and the tile goes through softmax_tile.
+template <int HEADDIM, int BM, int BN>
+__device__ __forceinline__ void softmax_tile_stale(float* sc, float* row_max, float* row_sum,
+                                                   float sl2, float* alpha, uint32_t q_wg,
+                                                   uint32_t k_tile, int warp_row, int c) {
+    constexpr float kBound = static_cast<float>(1 << SM90_RESCALE_SLACK);
+    float shift[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) shift[r] = row_max[r] == -INFINITY ? 0.f : row_max[r] * sl2;
+    float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift[r]));
+            const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift[r]));
+            sc[4 * i + 2 * r] = e0;
+            sc[4 * i + 2 * r + 1] = e1;
+            sum[r][i % 2] += e0 + e1;
+        }
+    const float s0 = sum[0][0] + sum[0][1];
+    const float s1 = sum[1][0] + sum[1][1];
+    // NaN fails the test too, and takes the exact path like an overflow.
+    if (__all_sync(0xffffffffu, s0 <= kBound && s1 <= kBound)) {
+        alpha[0] = alpha[1] = 1.f;
+        row_sum[0] += s0;
+        row_sum[1] += s1;
+        return;
+    }
+    float mx[2] = {0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+            mx[r] = fmaxf(mx[r], fmaxf(sc[4 * i + 2 * r], sc[4 * i + 2 * r + 1]));
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    }
+    if (__any_sync(0xffffffffu, mx[0] == INFINITY || mx[1] == INFINITY)) {
+        // A rolled loop into local memory, copied back unrolled (sc must stay in registers):
+        // unrolled, the recomputation was some 3,000 instructions of cold code in the loop.
+        float scores[BN / 2];
+#pragma unroll 1
+        for (int i = 0; i < BN / 2; ++i)
+            scores[i] = score_from_shared<HEADDIM, BM, BN>(
+                q_wg, k_tile, warp_row + ((i & 2) ? 8 : 0), (i / 4) * 8 + 2 * c + (i & 1));
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) sc[i] = scores[i];
+        softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+        return;
+    }
+    const float sums[2] = {s0, s1};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const bool moves = mx[r] > 1.f;  // rebased exactly: the next tiles pass the bound again
+        const float f = moves ? 1.f / mx[r] : 1.f;
+        alpha[r] = f;
+        row_sum[r] = (row_sum[r] + sums[r]) * f;
+        if (moves) row_max[r] = (shift[r] + __log2f(mx[r])) / sl2;
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+            sc[4 * i + 2 * r] *= f;
+            sc[4 * i + 2 * r + 1] *= f;
+        }
+    }
+}
+
 template <int HEADDIM>
 __device__ __forceinline__ void rescale(float* o, const float* alpha) {
     // Warp-uniform: skipped where no row of the warp moved its base (alpha is 1 for all).
@@ -746,7 +871,7 @@ __device__ __forceinline__ int key_blocks(const Params& p, int m0) {
     return n_end > 0 ? (n_end + BN - 1) / BN : 0;
 }
 
-template <int HEADDIM, int BLOCK_N, int CONSUMERS, bool DYNAMIC>
+template <int HEADDIM, int BLOCK_N, int CONSUMERS, bool DYNAMIC, bool STALE>
 __global__ void __launch_bounds__(Shape<HEADDIM, BLOCK_N, CONSUMERS>::kThreads, 1)
 flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                const __grid_constant__ CUtensorMap tm_v, const Params p) {
@@ -1000,7 +1125,13 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                 release_k(lane, k_empty + 8 * s, q_empty_t, j == n_wg - 1);
             if (kMask == kMaskAlways || (kMask == kMaskAtRunTime && j >= first_masked))
                 mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
-            softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+            if constexpr (STALE && kMask == kMaskNever) {
+                softmax_tile_stale<HEADDIM, kBlockM, BN>(sc, row_max, row_sum, sl2, alpha, q_wg,
+                                                         k_smem + s * S::kKVBytes,
+                                                         warp * 16 + g, c);
+            } else {
+                softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+            }
             // With kSoftmaxUnderPv, K_j's buffer is released only now, after the softmax, on
             // purpose: the branch ends the softmax's basic block. ptxas moves a wgmma wait up to
             // the start of its block, and with the release before the mask (v19) the wait for
@@ -1156,6 +1287,24 @@ Grid grid_for(int tiles, int m_blocks, int key_tiles, bool causal, long long kv_
     return {tiles < whole ? tiles : whole, per_group};
 }
 
+// One kernel's launch, with its opt-in shared-memory size set on its first.
+template <int HEADDIM, int BLOCK_N, int CONSUMERS, bool DYNAMIC, bool STALE>
+int start(const CUtensorMap& tm_q, const CUtensorMap& tm_k, const CUtensorMap& tm_v,
+          const Params& p, int ctas, cudaStream_t stream) {
+    using S = Shape<HEADDIM, BLOCK_N, CONSUMERS>;
+    static bool configured = false;
+    if (!configured) {
+        if (cudaFuncSetAttribute(flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, DYNAMIC, STALE>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 S::kSmemBytes) != cudaSuccess)
+            return 4;
+        configured = true;
+    }
+    flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, DYNAMIC, STALE>
+        <<<ctas, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, p);
+    return cudaGetLastError() == cudaSuccess ? 0 : 5;
+}
+
 template <int HEADDIM, int BLOCK_N, int CONSUMERS>
 int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStream_t stream) {
     using S = Shape<HEADDIM, BLOCK_N, CONSUMERS>;
@@ -1166,20 +1315,6 @@ int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStrea
         encode_map(&tm_k, tensors[1], HEADDIM, nheads_kv, p.seqlen_k, p.batch, S::kBlockN) &&
         encode_map(&tm_v, tensors[2], HEADDIM, nheads_kv, p.seqlen_k, p.batch, S::kBlockN);
     if (!encoded) return 3;
-    // The dynamic scheduler's kernel is built only with its knob (and used for causal grids).
-    const bool dynamic = kDynamicCausal && p.causal;
-    static bool configured[2] = {false, false};  // the opt-in shared-memory size, once per kernel
-    if (!configured[dynamic]) {
-        const void* kernel = dynamic
-                                 ? reinterpret_cast<const void*>(
-                                       flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, kDynamicCausal>)
-                                 : reinterpret_cast<const void*>(
-                                       flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, false>);
-        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 S::kSmemBytes) != cudaSuccess)
-            return 4;
-        configured[dynamic] = true;
-    }
     const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
     const long long tiles = static_cast<long long>(m_blocks) * p.nheads * p.batch;
     if (tiles > 0x7fffffff) return 1;
@@ -1189,13 +1324,25 @@ int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStrea
         grid_for(static_cast<int>(tiles), m_blocks, key_tiles, p.causal, kv_head_bytes);
     Params launch_params = p;
     launch_params.causal_group = grid.causal_group;
-    if (dynamic)
-        flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, kDynamicCausal>
-            <<<grid.ctas, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, launch_params);
-    else
-        flash_fwd_sm90<HEADDIM, BLOCK_N, CONSUMERS, false>
-            <<<grid.ctas, S::kThreads, S::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, launch_params);
-    return cudaGetLastError() == cudaSuccess ? 0 : 5;
+    // The dynamic scheduler's kernel is built only with its knob (and used for causal grids);
+    // the stale-maximum kernel only with its own (and used from kStaleMinKeys keys), and with
+    // two consumers, beside which its exact path fits in registers.
+    const bool dynamic = kDynamicCausal && p.causal;
+    constexpr bool kStale = stale_max<HEADDIM>() && CONSUMERS == 2 &&
+                            (SM90_SOFTMAX_UNDER_PV == 1 ||
+                             (SM90_SOFTMAX_UNDER_PV == 2 && HEADDIM != 64));
+    if constexpr (kStale) {
+        if (p.seqlen_k >= kStaleMinKeys)
+            return dynamic ? start<HEADDIM, BLOCK_N, CONSUMERS, kDynamicCausal, true>(
+                                 tm_q, tm_k, tm_v, launch_params, grid.ctas, stream)
+                           : start<HEADDIM, BLOCK_N, CONSUMERS, false, true>(
+                                 tm_q, tm_k, tm_v, launch_params, grid.ctas, stream);
+    }
+    return dynamic ? start<HEADDIM, BLOCK_N, CONSUMERS, kDynamicCausal, false>(
+                         tm_q, tm_k, tm_v, launch_params, grid.ctas, stream)
+                   : start<HEADDIM, BLOCK_N, CONSUMERS, false, false>(tm_q, tm_k, tm_v,
+                                                                      launch_params, grid.ctas,
+                                                                      stream);
 }
 
 template <int HEADDIM>
