@@ -31,3 +31,14 @@ def test_sm90_passes_fresh_random_shapes(task) -> None:
     result = evaluate(task, SM90, sets=[], random_count=12, compare=False)
     assert result.verdict == "pass", result.reasons
     assert result.summary.passed == result.summary.total == 12
+
+
+def test_sm90_with_the_dynamic_scheduler_passes_all_182(task, tmp_path) -> None:
+    """SM90_DYNAMIC_CAUSAL (off by default): its causal kernels take their tiles from a counter.
+    Before 2026-12-05 they hung (setmaxnreg) and then left the rows that see no key unwritten
+    (causal, seqlen_q > seqlen_k); the grid has such scenarios."""
+    source = tmp_path / "sm90_dynamic.cu"
+    source.write_text("#define SM90_DYNAMIC_CAUSAL 1\n" + SM90.read_text())
+    result = evaluate(task, source, sets=["correctness"], random_count=0, compare=False)
+    assert result.verdict == "pass", result.reasons
+    assert result.summary.passed == result.summary.total == 182

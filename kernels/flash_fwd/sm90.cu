@@ -1026,6 +1026,34 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     // taken is handed on, and consumer 0 takes the last hand-over after the last tile, so the
     // barriers end balanced (also in a CTA whose tiles see no key and take no turn).
     if (last_consumer) pass_turn<kConsumers>(wg);
+    if constexpr (DYNAMIC) {
+        // Tiles whose rows see no key (causal, seqlen_q > seqlen_k): the dynamic producer never
+        // publishes them (it loads nothing for them), so their out = 0 and lse = +inf are
+        // written here, dealt to the CTAs statically, before the first dynamic tile. Without
+        // this those rows were never written (fa_smoke, H100, 2026-12-05: NaN where out was
+        // prefilled). Here rather than as a slot with no bytes: that cost the producer, at 24
+        // or 32 registers, 20-40 more bytes of spills.
+        if (p.causal && p.seqlen_q > p.seqlen_k) {
+            const uint32_t zeros[HEADDIM / 8] = {};
+            for (int index = blockIdx.x; index < tiles; index += gridDim.x) {
+                const Tile tile =
+                    decode_tile(index, m_blocks, p.nheads, p.batch, p.causal, p.causal_group);
+                const int m0 = tile.m_block * kBlockM;
+                if (key_blocks<kBlockM, BN>(p, m0) > 0) continue;
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const int row = m0 + wg * 64 + warp * 16 + g + 8 * r;
+                    __nv_bfloat16* out_row =
+                        p.out + ((static_cast<size_t>(tile.batch) * p.seqlen_q + row) * p.nheads +
+                                 tile.head) * HEADDIM;
+                    store_row<HEADDIM>(out_row, zeros, c, row < p.seqlen_q);
+                    if (row < p.seqlen_q && c == 0)
+                        p.lse[(static_cast<size_t>(tile.batch) * p.nheads + tile.head) *
+                                  p.seqlen_q + row] = INFINITY;
+                }
+            }
+        }
+    }
     // No branch inside the tile loop may depend on the thread (only on the tile): ptxas keeps
     // the steady loop's addresses on the uniform datapath only in code it can prove converged,
     // and a thread-dependent branch in the loop cost v9 every uniform instruction of the
