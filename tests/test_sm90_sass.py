@@ -280,3 +280,33 @@ def test_the_stale_kernels_skip_the_maximum_and_keep_the_overlap(tmp_path: Path)
         wait = next(i for i, t in enumerate(exact[key]) if text_ends(t, "0x1"))
         assert any("FMNMX" in t for t in exact[key][wait : wait + 200]), key
     assert not sass_by_kernel(tmp_path / "none", {"SM90_STALE_MAX": 0}, stale=True)
+
+
+def test_the_stale_step_s_exact_path_can_leave_the_loop(tmp_path: Path) -> None:
+    """SM90_STALE_COLD=1 (not the default; to be measured): the stale kernels' first steady
+    loop holds only the path every step runs, its exact path (the exponentials' maximum, the
+    recomputation from shared memory, a whole exact softmax) outside, so the loop is shorter
+    than the default build's, holds one vote and BN / 2 exponentials, and no local memory."""
+    inline = sass_by_kernel(tmp_path / "inline", {}, stale=True)
+    cold = sass_by_kernel(tmp_path / "cold", {"SM90_STALE_COLD": 1}, stale=True)
+    assert set(cold) == set(inline) == {(128, 176, 2), (128, 128, 2)}
+    for key, instructions in cold.items():
+        first, inline_first = first_steady_loop(instructions), first_steady_loop(inline[key])
+        assert len(first) < 0.6 * len(inline_first), (key, len(first), len(inline_first))
+        assert sum("VOTE.ALL" in t for t in first) == 1, key
+        assert sum("MUFU.EX2" in t for t in first) == key[1] // 2, key
+        assert not any("LDL" in t or "STL" in t for t in first), key
+        assert exponentials_under_pv(instructions) >= key[1] // 2, key
+
+
+def first_steady_loop(instructions: list[str]) -> list[str]:
+    """The innermost loop around the first wait for S_j: from a backward branch's target to
+    the branch (the listing has every instruction, 16 bytes apart, from address 0)."""
+    wait = next(i for i, t in enumerate(instructions) if text_ends(t, "0x1"))
+    loops = []
+    for i, text in enumerate(instructions):
+        branch = re.search(r"\bBRA\s+(?:`\(\S+\)\s*)?0x([0-9a-f]+)", text)
+        if branch and int(branch.group(1), 16) // 16 <= wait < i:
+            loops.append(instructions[int(branch.group(1), 16) // 16 : i + 1])
+    assert loops, "no loop around the wait for S_j"
+    return min(loops, key=len)

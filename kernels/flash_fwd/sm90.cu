@@ -124,6 +124,17 @@ static_assert(SM90_STALE_MAX >= 0 && SM90_STALE_MAX <= 2, "SM90_STALE_MAX: 0, 1 
 #define SM90_STALE_MIN_KEYS 2048
 #endif
 constexpr int kStaleMinKeys = SM90_STALE_MIN_KEYS;
+#ifndef SM90_STALE_COLD
+// 1: the stale step's exact path outside the steady loop (the loop exits to it and resumes),
+// so that the path every step runs is contiguous code; 0: inside the step (v28). For the stale
+// kernels' loss at 512-1k keys in turn (NOTES.md, 2026-12-05), whose suspect is instruction
+// fetch over the cold code. Not yet measured. The loop is then the 526 (d128 176-key)
+// instructions every step runs, against 1,286; ptxas spills 76 bytes around it (none in it;
+// some in the masked loop), which the default build does not.
+#define SM90_STALE_COLD 0
+#endif
+static_assert(SM90_STALE_COLD == 0 || SM90_STALE_COLD == 1, "SM90_STALE_COLD: 0 or 1");
+constexpr bool kStaleCold = SM90_STALE_COLD != 0;
 template <int HEADDIM>
 __host__ __device__ constexpr bool stale_max() {
     return SM90_STALE_MAX == 1 || (SM90_STALE_MAX == 2 && HEADDIM == 128);
@@ -654,34 +665,12 @@ __device__ __forceinline__ float score_from_shared(uint32_t q_wg, uint32_t k_til
 // (exponentials and sum scaled by its inverse, alpha the same), or, where an exponential
 // overflowed and took its score with it, S is recomputed from shared memory (K and Q are
 // released only after the softmax) and the tile goes through softmax_tile.
+// The exact path, where a warp's vote failed: `sc` holds the exponentials against the row's
+// base (`shift`), `sums` this thread's sums of them.
 template <int HEADDIM, int BM, int BN>
-__device__ __forceinline__ void softmax_tile_stale(float* sc, float* row_max, float* row_sum,
-                                                   float sl2, float* alpha, uint32_t q_wg,
-                                                   uint32_t k_tile, int warp_row, int c) {
-    constexpr float kBound = static_cast<float>(1 << SM90_RESCALE_SLACK);
-    float shift[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) shift[r] = row_max[r] == -INFINITY ? 0.f : row_max[r] * sl2;
-    float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
-#pragma unroll
-    for (int i = 0; i < BN / 8; ++i)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift[r]));
-            const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift[r]));
-            sc[4 * i + 2 * r] = e0;
-            sc[4 * i + 2 * r + 1] = e1;
-            sum[r][i % 2] += e0 + e1;
-        }
-    const float s0 = sum[0][0] + sum[0][1];
-    const float s1 = sum[1][0] + sum[1][1];
-    // NaN fails the test too, and takes the exact path like an overflow.
-    if (__all_sync(0xffffffffu, s0 <= kBound && s1 <= kBound)) {
-        alpha[0] = alpha[1] = 1.f;
-        row_sum[0] += s0;
-        row_sum[1] += s1;
-        return;
-    }
+__device__ __forceinline__ void stale_exact(float* sc, float* row_max, float* row_sum, float sl2,
+                                            float* alpha, const float* shift, const float* sums,
+                                            uint32_t q_wg, uint32_t k_tile, int warp_row, int c) {
     float mx[2] = {0.f, 0.f};
 #pragma unroll
     for (int i = 0; i < BN / 8; ++i)
@@ -706,7 +695,6 @@ __device__ __forceinline__ void softmax_tile_stale(float* sc, float* row_max, fl
         softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
         return;
     }
-    const float sums[2] = {s0, s1};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const bool moves = mx[r] > 1.f;  // rebased exactly: the next tiles pass the bound again
@@ -720,6 +708,52 @@ __device__ __forceinline__ void softmax_tile_stale(float* sc, float* row_max, fl
             sc[4 * i + 2 * r + 1] *= f;
         }
     }
+}
+
+// EXACT_HERE false (SM90_STALE_COLD=1): a failed vote returns false and leaves the exact path
+// to the caller, with the exponentials in `sc` and `shift` and `sums` filled in, so that the
+// exact path's code can sit outside the steady loop.
+template <int HEADDIM, int BM, int BN, bool EXACT_HERE = true>
+__device__ __forceinline__ bool softmax_tile_stale(float* sc, float* row_max, float* row_sum,
+                                                   float sl2, float* alpha, uint32_t q_wg,
+                                                   uint32_t k_tile, int warp_row, int c,
+                                                   float* shift_out = nullptr,
+                                                   float* sums_out = nullptr) {
+    constexpr float kBound = static_cast<float>(1 << SM90_RESCALE_SLACK);
+    float shift[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) shift[r] = row_max[r] == -INFINITY ? 0.f : row_max[r] * sl2;
+    float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift[r]));
+            const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift[r]));
+            sc[4 * i + 2 * r] = e0;
+            sc[4 * i + 2 * r + 1] = e1;
+            sum[r][i % 2] += e0 + e1;
+        }
+    const float s0 = sum[0][0] + sum[0][1];
+    const float s1 = sum[1][0] + sum[1][1];
+    // NaN fails the test too, and takes the exact path like an overflow.
+    if (__all_sync(0xffffffffu, s0 <= kBound && s1 <= kBound)) {
+        alpha[0] = alpha[1] = 1.f;
+        row_sum[0] += s0;
+        row_sum[1] += s1;
+        return true;
+    }
+    const float sums[2] = {s0, s1};
+    if constexpr (!EXACT_HERE) {
+        for (int r = 0; r < 2; ++r) {
+            shift_out[r] = shift[r];
+            sums_out[r] = sums[r];
+        }
+        return false;
+    }
+    stale_exact<HEADDIM, BM, BN>(sc, row_max, row_sum, sl2, alpha, shift, sums, q_wg, k_tile,
+                                 warp_row, c);
+    return true;
 }
 
 template <int HEADDIM>
@@ -1131,9 +1165,10 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
             to_operand<BN>(sc, pa);
         }
-        // One step: kMask says whether S_j is masked (kMaskAtRunTime: look at j).
-        auto step = [&](const int j, auto mask_kind) {
-            constexpr int kMask = decltype(mask_kind){};
+        // One step: kMask says whether S_j is masked (kMaskAtRunTime: look at j). Its front
+        // (S_j and P_{j-1} V_{j-1} issued, S_j waited for) and its tail (K_j released, P V
+        // waited for, V released, P converted) are lambdas of their own for the stale step.
+        auto step_front = [&](const int j) {
             const int s = (kv + j) % STAGES;
             const int s_prev = (kv + j - 1) % STAGES;
             mbar_wait(k_full + 8 * s, ((kv + j) / STAGES) & 1);
@@ -1151,15 +1186,10 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             fence_registers<BN / 2>(sc);
             if constexpr (!kSoftmaxUnderPv)
                 release_k(lane, k_empty + 8 * s, q_empty_t, j == n_wg - 1);
-            if (kMask == kMaskAlways || (kMask == kMaskAtRunTime && j >= first_masked))
-                mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
-            if constexpr (STALE && kMask == kMaskNever) {
-                softmax_tile_stale<HEADDIM, kBlockM, BN>(sc, row_max, row_sum, sl2, alpha, q_wg,
-                                                         k_smem + s * S::kKVBytes,
-                                                         warp * 16 + g, c);
-            } else {
-                softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
-            }
+        };
+        auto step_tail = [&](const int j) {
+            const int s = (kv + j) % STAGES;
+            const int s_prev = (kv + j - 1) % STAGES;
             // With kSoftmaxUnderPv, K_j's buffer is released only now, after the softmax, on
             // purpose: the branch ends the softmax's basic block. ptxas moves a wgmma wait up to
             // the start of its block, and with the release before the mask (v19) the wait for
@@ -1172,11 +1202,56 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             if (lane == 0) mbar_arrive(v_empty + 8 * s_prev);
             to_operand<BN>(sc, pa);
         };
+        auto step = [&](const int j, auto mask_kind) {
+            constexpr int kMask = decltype(mask_kind){};
+            step_front(j);
+            if (kMask == kMaskAlways || (kMask == kMaskAtRunTime && j >= first_masked))
+                mask_tile<BN>(sc, j * BN, row0, c, p.seqlen_k, p.causal, diag);
+            if constexpr (STALE && kMask == kMaskNever) {
+                softmax_tile_stale<HEADDIM, kBlockM, BN>(sc, row_max, row_sum, sl2, alpha, q_wg,
+                                                         k_smem + ((kv + j) % STAGES) *
+                                                                      S::kKVBytes,
+                                                         warp * 16 + g, c);
+            } else {
+                softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);
+            }
+            step_tail(j);
+        };
+        // The stale step with its exact path outside the loop (kStaleCold): false where the
+        // warp's vote failed, the step then stopped after its exponentials; finish_stale_step
+        // runs the exact path and the tail.
+        float stale_shift[2], stale_sums[2];
+        auto stale_step = [&](const int j) -> bool {
+            step_front(j);
+            if (!softmax_tile_stale<HEADDIM, kBlockM, BN, false>(
+                    sc, row_max, row_sum, sl2, alpha, q_wg,
+                    k_smem + ((kv + j) % STAGES) * S::kKVBytes, warp * 16 + g, c, stale_shift,
+                    stale_sums))
+                return false;
+            step_tail(j);
+            return true;
+        };
+        auto finish_stale_step = [&](const int j) {
+            stale_exact<HEADDIM, kBlockM, BN>(sc, row_max, row_sum, sl2, alpha, stale_shift,
+                                              stale_sums, q_wg,
+                                              k_smem + ((kv + j) % STAGES) * S::kKVBytes,
+                                              warp * 16 + g, c);
+            step_tail(j);
+        };
         if constexpr (split_masked_loop<HEADDIM>()) {
             // From lane 0, as n_wg: a bound computed from the warpgroup index looks
             // thread-dependent to ptxas, and both loops would lose the uniform datapath.
             const int unmasked_end = __shfl_sync(0xffffffffu, max(1, min(first_masked, n_wg)), 0);
-            for (int j = 1; j < unmasked_end; ++j) step(j, MaskKind<kMaskNever>{});
+            if constexpr (STALE && kStaleCold) {
+                int j = 1;
+                while (j < unmasked_end) {
+                    for (; j < unmasked_end; ++j)
+                        if (!stale_step(j)) break;
+                    if (j < unmasked_end) finish_stale_step(j++);
+                }
+            } else {
+                for (int j = 1; j < unmasked_end; ++j) step(j, MaskKind<kMaskNever>{});
+            }
             for (int j = unmasked_end; j < n_wg; ++j) step(j, MaskKind<kMaskAlways>{});
         } else {
             for (int j = 1; j < n_wg; ++j) step(j, MaskKind<kMaskAtRunTime>{});
