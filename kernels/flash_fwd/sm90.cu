@@ -135,6 +135,16 @@ constexpr int kStaleMinKeys = SM90_STALE_MIN_KEYS;
 #endif
 static_assert(SM90_STALE_COLD == 0 || SM90_STALE_COLD == 1, "SM90_STALE_COLD: 0 or 1");
 constexpr bool kStaleCold = SM90_STALE_COLD != 0;
+#ifndef SM90_STALE_THREE
+// 1: the stale kernels also beside three consumers (d64's, 128 registers each). With the exact
+// path inline ptxas spilled into their steady loop; with SM90_STALE_COLD=1 the loop holds 389
+// instructions against the exact kernel's 454, and four reloads of spilled values (ptxas, CUDA
+// 13.0, 2026-12-05). d64 is bound by issue (NOTES.md, 2026-12-05): a shorter step is what it
+// needs. Not yet measured.
+#define SM90_STALE_THREE 0
+#endif
+static_assert(SM90_STALE_THREE == 0 || SM90_STALE_THREE == 1, "SM90_STALE_THREE: 0 or 1");
+constexpr bool kStaleThree = SM90_STALE_THREE != 0;
 template <int HEADDIM>
 __host__ __device__ constexpr bool stale_max() {
     return SM90_STALE_MAX == 1 || (SM90_STALE_MAX == 2 && HEADDIM == 128);
@@ -1429,9 +1439,9 @@ int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStrea
     launch_params.causal_group = grid.causal_group;
     // The dynamic scheduler's kernel is built only with its knob (and used for causal grids);
     // the stale-maximum kernel only with its own (and used from kStaleMinKeys keys), and with
-    // two consumers, beside which its exact path fits in registers.
+    // two consumers, beside which its exact path fits in registers (three: kStaleThree).
     const bool dynamic = kDynamicCausal && p.causal;
-    constexpr bool kStale = stale_max<HEADDIM>() && CONSUMERS == 2 &&
+    constexpr bool kStale = stale_max<HEADDIM>() && (CONSUMERS == 2 || kStaleThree) &&
                             (SM90_SOFTMAX_UNDER_PV == 1 ||
                              (SM90_SOFTMAX_UNDER_PV == 2 && HEADDIM != 64));
     if constexpr (kStale) {
