@@ -131,3 +131,30 @@ def test_the_dynamic_scheduler_s_kernels_spill_at_most_a_counter(tmp_path) -> No
     for name, _, spilled in found:
         limit = 16 if dynamic(name) else 0
         assert int(spilled) <= limit, (name, spilled)
+
+
+@pytest.mark.parametrize(
+    "defines",
+    [
+        {"SM90_STALE_COLD": 1},
+        {
+            "SM90_STALE_MAX": 1,
+            "SM90_STALE_COLD": 1,
+            "SM90_STALE_THREE": 1,
+            "SM90_STALE_MIN_KEYS": 0,
+        },
+    ],
+    ids=["exact-path-outside-the-loop", "stale-everywhere-three-consumers"],
+)
+def test_the_stale_knobs_keep_the_wgmmas_asynchronous(tmp_path, defines) -> None:
+    """The stale step's knobs that spill (SM90_STALE_COLD: 76 bytes around d128's loop;
+    SM90_STALE_THREE: 108 in d64's three-consumer kernel, ptxas, CUDA 13.0, 2026-12-05) still
+    serialise no wgmma; what their steady loops hold is tests/test_sm90_sass.py's to check."""
+    report = ptxas_report(tmp_path, defines)
+    assert "Compiling entry function" in report
+    assert not re.search(r"C75\d\d|serialized|Performance Loss", report), report
+    found = entries(report)
+    assert any(stale(name) for name, _, _ in found)
+    for name, frame, spilled in found:
+        if not stale(name):
+            assert (frame, spilled) == ("0", "0"), (name, frame, spilled)
