@@ -645,7 +645,8 @@ __device__ __forceinline__ void softmax_tile(float* sc, float* row_max, float* r
 // One score of this thread's tile, S = Q K^T recomputed on the CUDA cores from the swizzled
 // shared tiles (the layout at the top of the file): `row` of the warpgroup's 64, key `col`.
 template <int HEADDIM, int BM, int BN>
-__device__ __forceinline__ float score_from_shared(uint32_t q_wg, uint32_t k_tile, int row, int col) {
+__device__ __forceinline__ float score_from_shared(uint32_t q_wg, uint32_t k_tile, int row,
+                                                   int col) {
     float acc = 0.f;
 #pragma unroll 1
     for (int d = 0; d < HEADDIM; d += 8) {  // one 16-byte unit of each row at a time
