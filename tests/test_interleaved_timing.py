@@ -11,7 +11,7 @@ import pytest
 from kernelseek_tui.evaluate import timing as timing_module
 from kernelseek_tui.evaluate.timing import InterleavedTimings, round_order, time_interleaved
 from kernelseek_tui.task import Timing
-from tests.test_timing_method import FakeGpu, RecordingHooks
+from tests.test_timing_method import FakeGpu, RecordingHooks, SideStreamGpu
 
 TIMING = Timing(method="flushed", warmup_ms=2, rep_ms=6, max_reps=60)
 
@@ -179,3 +179,38 @@ def test_a_turn_run_below_one_is_refused(tmp_path) -> None:
 
     with pytest.raises(TaskError, match="turn_run"):
         _timing({"turn_run": 0}, tmp_path / "task.toml", ())
+
+
+def test_a_candidate_hiding_work_beside_honest_peers_is_flagged_and_the_peers_are_not() -> None:
+    # The candidate (first, as the worker passes it) hides 2 ms a call on a side stream whenever
+    # the device is busy, more than the stream runs in a round: the hidden work piles up behind
+    # the run. It is honest after a device-wide synchronize, so in its cross-check's one call.
+    gpu = SideStreamGpu(kernel_ms=0.0, flush_ms=0.05)
+    peers = [fake_kernel(gpu, "B", 0.3), fake_kernel(gpu, "C", 0.3)]
+    timed = time_interleaved(gpu.cp, gpu.stream, [gpu.kernel(0.6, 2.0), *peers], 1, TIMING)
+    candidate, *honest = timed.stats
+    assert candidate.median_ms == pytest.approx(0.6)  # the measured samples did hide work
+    assert not candidate.hidden_by_cross_check
+    assert candidate.hidden_by_tail and candidate.hidden_work
+    for peer in honest:
+        assert peer.median_ms == pytest.approx(0.3)
+        assert not peer.hidden_work and peer.max_tail_ms is None
+
+
+@pytest.mark.parametrize("turn_run", [1, 2])
+def test_the_runs_tail_is_charged_to_the_callable_whose_sample_ends_it(turn_run: int) -> None:
+    gpu = SideStreamGpu(kernel_ms=0.0, flush_ms=0.05)
+    marks: list[int] = []
+    kernels = [fake_kernel(gpu, name, 0.3) for name in "ABC"]
+    timing = Timing(method="flushed", warmup_ms=2, rep_ms=6, max_reps=60, turn_run=turn_run)
+    timed = time_interleaved(
+        gpu.cp, gpu.stream, kernels, 1, timing, after_warmup=lambda: marks.append(len(gpu.log))
+    )
+    measured = [e for e in gpu.log[marks[0] :] if e[0] in "ABC"]
+    samples = sum(len(stats.samples_ms) for stats in timed.stats)
+    last = "ABC".index(measured[samples - 1][0])
+    assert last == 0  # the rounds are even in number: the last, reversed, ends with the first
+    assert [stats.max_tail_ms is not None for stats in timed.stats] == [True, False, False]
+    charged = timed.stats[last]
+    assert charged.max_tail_ms is not None and charged.max_tail_ms < 1.0
+    assert not any(stats.hidden_work for stats in timed.stats)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from kernelseek_tui.evaluate import timing as timing_module
-from kernelseek_tui.evaluate.timing import time_calls
+from kernelseek_tui.evaluate.timing import TimingStats, time_calls
 from kernelseek_tui.task import Timing
 
 
@@ -231,15 +232,17 @@ def test_the_cross_check_waits_for_work_in_another_process_before_it_stops_the_c
     settled: list[str] = []
 
     def settle() -> None:
-        # The first settle comes before the clock starts, the second after the batch.
-        if settled:
+        # The first settle ends the measured run's tail, the second comes before the
+        # cross-check's clock starts, the third after its batch: work left there only.
+        if len(settled) == 2:
             time.sleep(hidden_s)
         settled.append("settle")
 
     timing = Timing(method="flushed", warmup_ms=1, rep_ms=5, min_reps=5, max_reps=20)
     gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
     stats = time_calls(gpu.cp, gpu.stream, gpu.call, 1, timing, settle=settle)
-    assert settled == ["settle", "settle"]
+    assert settled == ["settle", "settle", "settle"]
+    assert stats.hidden_by_cross_check and not stats.hidden_by_tail
     assert stats.hidden_work
     # The same kernel with nothing left running elsewhere is not flagged.
     gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
@@ -278,3 +281,153 @@ def test_a_gate_holds_each_sample_from_after_its_flush_until_it_is_enqueued() ->
     # No sample goes ungated: a call right after a flush is always behind a gate.
     pairs = zip(gpu.log, gpu.log[1:], strict=False)
     assert not any(a == "flush" and b.startswith("call") for a, b in pairs)
+
+
+class SideStreamGpu(FakeGpu):
+    """FakeGpu with a second stream that a kernel can hide work on: ``side_done`` is when that
+    stream's work ends on the device clock. A device synchronize waits for it, sleeping for as
+    long as it outlasts the given stream's work (so the host clock sees what the events do not),
+    and leaves the device idle until the next flush or call."""
+
+    def __init__(self, kernel_ms: float, flush_ms: float) -> None:
+        super().__init__(kernel_ms, flush_ms)
+        self.side_done = 0.0
+        self.idle = True
+        runtime = self.cp.cuda.runtime
+        flush = runtime.memsetAsync
+
+        def memset(ptr: int, value: int, size: int, stream: int) -> None:
+            self.idle = False
+            flush(ptr, value, size, stream)
+
+        def device_synchronize() -> None:
+            # (no sleep(0) when nothing is left: it would yield the host thread to any other)
+            if self.side_done > self.now:
+                time.sleep((self.side_done - self.now) / 1000.0)
+            self.now = self.side_done = max(self.now, self.side_done)
+            self.idle = True
+
+        runtime.memsetAsync, runtime.deviceSynchronize = memset, device_synchronize
+
+    def kernel(self, visible_ms: float, hidden_ms: float = 0.0) -> Callable[[int], None]:
+        """A kernel of ``visible_ms + hidden_ms`` of work. When it finds the device idle (after
+        a device-wide synchronize, as the cross-check's first call does) it does all of it on
+        the given stream; otherwise ``hidden_ms`` of it goes to the side stream, beside the rest."""
+
+        def call(index: int) -> None:
+            began = self.now
+            if self.idle or not hidden_ms:
+                self.now += visible_ms + hidden_ms
+            else:
+                self.now += visible_ms
+                self.side_done = max(self.side_done, began) + hidden_ms
+            self.idle = False
+            self.log.append(f"call {index}")
+
+        return call
+
+
+TIMING_BY_METHOD = {
+    # One input set and calls of 0.5 ms and more: the cross-check's batch is one call, made on
+    # an idle device, so the cheat below is honest there, and the cross-check alone misses it.
+    "flushed": Timing(method="flushed", warmup_ms=2, rep_ms=10, max_reps=20),
+    "batched": Timing(method="batched", warmup_ms=5, rep_ms=10, max_reps=20),
+}
+
+
+@pytest.mark.parametrize("method", ["flushed", "batched"])
+def test_hidden_work_that_outlives_a_measured_run_is_caught_by_the_runs_tail(method) -> None:
+    # 1.6 ms of work, 1.0 ms of it on a side stream whenever the device is busy: the measured
+    # samples read 0.6 ms, and the hidden work piles up behind the given stream's. ("batched"
+    # now drains the device after every measured batch, as before the cross-check's, so the
+    # cheat behaves from the second batch on; the first still follows the warm-up's pile.)
+    gpu = SideStreamGpu(kernel_ms=0.0, flush_ms=0.05)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.kernel(0.6, 1.0), 1, TIMING_BY_METHOD[method])
+    assert stats.samples_ms[0] == pytest.approx(0.6)  # the measured run did hide work
+    assert not stats.hidden_by_cross_check  # honest in the cross-check's batch
+    assert stats.hidden_by_tail and stats.hidden_work
+    assert stats.max_tail_ms is not None and stats.tail_limit_ms is not None
+    assert stats.max_tail_ms > 1.5 * stats.tail_limit_ms
+
+
+@pytest.mark.parametrize("method", ["flushed", "batched"])
+@pytest.mark.parametrize("kernel_ms", [0.6, 4.0])
+def test_an_honest_kernels_tail_stays_under_its_limit(method, kernel_ms: float) -> None:
+    gpu = SideStreamGpu(kernel_ms=0.0, flush_ms=0.05)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.kernel(kernel_ms), 1, TIMING_BY_METHOD[method])
+    assert stats.median_ms == pytest.approx(kernel_ms)
+    assert not stats.hidden_work
+    # every measured run's tail was taken, and the limit is 1 ms or half the median call
+    assert stats.max_tail_ms is not None and 0.0 <= stats.max_tail_ms < 1.0
+    assert stats.tail_limit_ms == pytest.approx(max(1.0, 0.5 * kernel_ms))
+
+
+class MarkMeasured:
+    """MeasuredCallHooks that only mark when a measured sample is being enqueued."""
+
+    def __init__(self) -> None:
+        self.measuring = False
+
+    def plan(self, calls: int, calls_per_sample: int) -> None:
+        pass
+
+    def before_sample(self, calls) -> None:
+        self.measuring = True
+
+    def after_sample(self, calls) -> None:
+        self.measuring = False
+
+
+@pytest.mark.parametrize("method", ["flushed", "batched"])
+def test_work_left_in_another_process_after_a_measured_run_shows_in_its_tail(method) -> None:
+    # A kernel in a process of its own leaves 3 ms of work there after its measured calls only
+    # (not in the cross-check's, which no hooks mark): the judge's device synchronize cannot see
+    # it; `settle`, which waits for it, ends every measured run's tail.
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    marks = MarkMeasured()
+    left: list[bool] = []
+    waited: list[bool] = []
+
+    def call(index: int) -> None:
+        gpu.call(index)
+        left.append(marks.measuring)
+
+    def settle() -> None:
+        waited.append(any(left))
+        if any(left):
+            time.sleep(0.003)
+        left.clear()
+
+    timing = Timing(method=method, warmup_ms=1, rep_ms=5, min_reps=5, max_reps=20)
+    stats = time_calls(gpu.cp, gpu.stream, call, 1, timing, hooks=marks, settle=settle)
+    # a settle after every measured run (one for "flushed", one a batch for "batched"), each
+    # waiting for that run's work; then the cross-check's two, with nothing to wait for
+    runs = 1 if method == "flushed" else len(stats.samples_ms)
+    assert waited == [True] * runs + [False, False]
+    assert stats.hidden_by_tail and not stats.hidden_by_cross_check
+    assert stats.max_tail_ms is not None and stats.max_tail_ms >= 3.0
+
+
+def test_the_worker_names_the_check_that_saw_hidden_work_with_its_figures() -> None:
+    from kernelseek_tui.evaluate.result import ScenarioResult
+    from kernelseek_tui.evaluate.worker import _hidden_work_fails
+
+    def reasons(stats: TimingStats) -> list[str]:
+        result = ScenarioResult(name="s", set="quick", fields={})
+        assert _hidden_work_fails(stats, result) == (result.passed is False)
+        return result.reasons
+
+    tail = TimingStats(median_ms=0.6, max_tail_ms=7.25, tail_limit_ms=1.0)
+    (reason,) = reasons(tail)
+    assert reason.startswith("work outside the given stream: the device stayed busy 7.250 ms")
+    assert "measured run (limit 1.000 ms)" in reason and "cross-check" not in reason
+    cross = TimingStats(
+        median_ms=0.6, wall_ms_per_call=2.0, event_ms_per_call=0.5, hidden_by_cross_check=True
+    )
+    cross.max_tail_ms, cross.tail_limit_ms = 0.01, 1.0
+    (reason,) = reasons(cross)
+    assert reason == (
+        "work outside the given stream: cross-check: 2.000 ms wall per call "
+        "against 0.500 ms on the stream"
+    )
+    assert reasons(TimingStats(median_ms=0.6, max_tail_ms=0.99, tail_limit_ms=1.0)) == []

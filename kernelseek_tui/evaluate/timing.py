@@ -9,8 +9,10 @@ that neither host launch time nor an idle (and so faster-clocked) GPU enters the
 (docs/BENCHMARKS.md) it timed FA3 13-43% low on short sequences, where FA3's Python-side launch
 outlasts its kernel, and up to 10% high on long ones, where a warm L2 and overlapping tails help.
 
-A second, device-synchronised wall-clock measurement of the same calls catches work that the
-events cannot see (a kernel launched on another stream).
+Work that the events cannot see (a kernel launched on another stream) is looked for twice: every
+measured run ends with the device's tail, how long the device stays busy once the stream is done
+(``_run_tail_ms``), and a second, device-synchronised wall-clock measurement of the same calls
+follows the samples (``_cross_check``).
 
 Two kernels can also be timed against each other in one run (``time_interleaved``): the
 "flushed" method, one sample of each in turn, so that the ratio of two adjacent samples is free
@@ -23,6 +25,7 @@ events, so it adds wall time but no timed time.
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import time
@@ -36,6 +39,22 @@ from kernelseek_tui.task import Timing
 # resolution and launch gaps are small beside it.
 _MIN_BATCH_MS = 0.5
 
+# A measured run's tail (``_run_tail_ms``) above max(_MIN_TAIL_LIMIT_MS, _TAIL_LIMIT_SHARE x the
+# median call) is work outside the stream. An honest tail is a device synchronize with nothing
+# left to wait for (about 10 us) and, for a kernel in a process of its own, `settle`'s round trip
+# to that process (a pipe message and an idle device synchronize there; a whole isolated call's
+# hand-over, GPU time-slicing included, measured 279 us: docs/RELIABILITY.md). Neither grows with
+# the kernel, and the garbage collector is kept out of the window; 1 ms stands well above both
+# and above the scheduling jitter of a host thread on a machine that is not oversubscribed. The
+# share of the median adds a margin that grows with the kernel, against any honest latency that
+# scales with the problem and that this reckoning missed. It costs little: hidden work that the
+# stream's own work between samples cannot absorb builds a backlog that adds its excess once per
+# sample, so at 0.5 x the median over the 5 samples of the smallest run a backlog is still caught
+# from a tenth of a call per sample, and the 1 ms floor rules only where calls are short and the
+# samples many (100 ms of samples by default).
+_MIN_TAIL_LIMIT_MS = 1.0
+_TAIL_LIMIT_SHARE = 0.5
+
 
 @dataclass(slots=True)
 class TimingStats:
@@ -44,7 +63,24 @@ class TimingStats:
     calls_per_sample: int = 1
     wall_ms_per_call: float | None = None
     event_ms_per_call: float | None = None
-    hidden_work: bool = False
+    # The cross-check's wall clock ran well past its events (``_cross_check``).
+    hidden_by_cross_check: bool = False
+    # The longest tail of a measured run charged to these samples (``_run_tail_ms``; None: none
+    # was), and the limit it is held to.
+    max_tail_ms: float | None = None
+    tail_limit_ms: float | None = None
+
+    @property
+    def hidden_by_tail(self) -> bool:
+        """The device stayed busy past a measured run's end longer than an honest kernel can."""
+        if self.max_tail_ms is None or self.tail_limit_ms is None:
+            return False
+        return self.max_tail_ms > self.tail_limit_ms
+
+    @property
+    def hidden_work(self) -> bool:
+        """Work the stream's events did not see, by either check."""
+        return self.hidden_by_cross_check or self.hidden_by_tail
 
     @property
     def spread(self) -> float:
@@ -106,16 +142,18 @@ def time_calls(
     evaluator changes the inputs there, so that the measured calls must really compute.
     ``hooks`` run around every measured sample, outside its events (see MeasuredCallHooks).
     ``settle`` waits for work this process's device synchronize cannot see (a kernel in a
-    process of its own); the cross-check's wall clock runs until it returns. ``gate`` holds the
-    stream before every start event until the sample is enqueued (see Gate).
+    process of its own); the cross-check's wall clock and every measured run's tail run until it
+    returns. ``gate`` holds the stream before every start event until the sample is enqueued
+    (see Gate).
     """
     if timing.method == "flushed":
         return _time_flushed(cp, stream, call, n_sets, timing, after_warmup, hooks, settle, gate)
     start, end = cp.cuda.Event(), cp.cuda.Event()
+    tails_ms: list[float] = []
 
     def run_batch(calls: int, first_ordinal: int | None = None) -> float:
         """``calls`` back-to-back calls from set 0; ``first_ordinal``: the ordinal of the
-        batch's first call when the batch is measured (and so hooked)."""
+        batch's first call when the batch is measured (and so hooked, and its tail taken)."""
         measured: list[MeasuredCall] = []
         if hooks is not None and first_ordinal is not None:
             measured = [MeasuredCall(first_ordinal + i, i % n_sets) for i in range(calls)]
@@ -131,6 +169,10 @@ def time_calls(
         if hooks is not None and measured:
             hooks.after_sample(measured)
         end.synchronize()
+        if first_ordinal is not None:
+            # Every measured batch, not one: a candidate cannot keep its hidden work to the
+            # batches that go unchecked.
+            tails_ms.append(_run_tail_ms(cp, stream, settle))
         return cp.cuda.get_elapsed_time(start, end)
 
     first = run_batch(1)
@@ -148,6 +190,7 @@ def time_calls(
     stats = TimingStats(
         median_ms=statistics.median(samples), samples_ms=samples, calls_per_sample=calls
     )
+    _charge_tail(stats, max(tails_ms))
     _cross_check(cp, stream, call, n_sets, calls, start, end, stats, settle)
     return stats
 
@@ -332,8 +375,10 @@ def _time_flushed(
     if hooks is not None:
         hooks.plan(reps, 1)
     measured = _elapsed(cp, _enqueue_flushed(cp, stream, flush_l2, samples(reps, hooks), gate))
+    tail_ms = _run_tail_ms(cp, stream, settle)
     median = statistics.median(measured)
     stats = TimingStats(median_ms=median, samples_ms=measured, calls_per_sample=1)
+    _charge_tail(stats, tail_ms)
     # The cross-check needs enough back-to-back calls for its wall clock to mean something.
     batch = _batch_calls(n_sets, max(median, 1e-3))
     _cross_check(cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats, settle)
@@ -429,19 +474,68 @@ def time_interleaved(
     elapsed = _elapsed(
         cp, _enqueue_flushed(cp, stream, flush_l2, rounds(reps, measured=True), gate)
     )
+    tail_ms = _run_tail_ms(cp, stream, settle)
     samples: list[list[float]] = [[] for _ in calls]
+    owner = 0
     for position, ms in enumerate(elapsed):
         block, within = divmod(position, run * len(calls))
-        samples[round_order(len(calls), block)[within // run]].append(ms)
+        owner = round_order(len(calls), block)[within // run]
+        samples[owner].append(ms)
     result = InterleavedTimings(
         [TimingStats(statistics.median(s), s, calls_per_sample=1) for s in samples]
     )
+    # The run has one tail, charged to the callable whose sample ends the run (``owner``: the
+    # rounds are even in number, so the last one is reversed and ends with the first callable,
+    # the worker's candidate). Hidden work outliving the run is that last sample's, or a backlog
+    # built over the run by a callable hiding more per round than the stream runs, which could
+    # be any callable's; flagging every callable would not tell them apart either. The worker
+    # fails the candidate on its own `hidden_work` only (of the best-so-far and the peers it
+    # takes the times), so nothing charged elsewhere could fail it; the one case that charges
+    # the candidate wrongly is a peer (FA3, cuDNN through torch, on the given stream) leaving
+    # a backlog outside the stream, a library bug that would also write its outputs late.
+    _charge_tail(result.stats[owner], tail_ms)
     for call, stats in zip(calls, result.stats, strict=True):
         batch = _batch_calls(n_sets, max(stats.median_ms, 1e-3))
         _cross_check(
             cp, stream, call, n_sets, batch, cp.cuda.Event(), cp.cuda.Event(), stats, settle
         )
     return result
+
+
+def _run_tail_ms(cp: Any, stream: Any, settle: Callable[[], None] | None) -> float:
+    """A measured run's tail, once its work is enqueued: how long the device stays busy after
+    the given stream is done, in milliseconds.
+
+    Without hidden work, the time a device synchronize takes to find nothing to wait for.
+    Hidden work (on another stream, or in a kernel's own process: ``settle`` waits for that)
+    that outlives the stream's shows here, in the run itself: the cross-check's extra batch
+    comes after a device-wide synchronize that the measured samples never follow, and a
+    candidate can keep its hidden work out of that one batch. Hidden work that ends before the
+    stream's does (run during the flushes, hooks and other callables' samples between this
+    callable's samples) does not show; see docs/RELIABILITY.md.
+    """
+    # The whole stream, not only the run's last end event: the evaluator's own work after it
+    # (the judged call's copies) is on the stream, and no part of the tail.
+    stream.synchronize()
+    # A collection pause here would read as a tail: none during the few microseconds.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        began = time.perf_counter()
+        cp.cuda.runtime.deviceSynchronize()
+        if settle is not None:
+            settle()
+        return (time.perf_counter() - began) * 1000.0
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _charge_tail(stats: TimingStats, tail_ms: float) -> None:
+    """Charge a measured run's tail to ``stats`` (whose median is known) and set its limit."""
+    if stats.max_tail_ms is None or tail_ms > stats.max_tail_ms:
+        stats.max_tail_ms = tail_ms
+    stats.tail_limit_ms = max(_MIN_TAIL_LIMIT_MS, _TAIL_LIMIT_SHARE * stats.median_ms)
 
 
 def _cross_check(
@@ -471,4 +565,4 @@ def _cross_check(
     event_ms = cp.cuda.get_elapsed_time(start, end)
     stats.wall_ms_per_call = wall_ms / calls
     stats.event_ms_per_call = event_ms / calls
-    stats.hidden_work = wall_ms > 1.5 * event_ms + 1.0
+    stats.hidden_by_cross_check = wall_ms > 1.5 * event_ms + 1.0

@@ -649,15 +649,24 @@ def _inputs_kept(
 
 
 def _hidden_work_fails(stats: TimingStats, result: ScenarioResult) -> bool:
-    """Fails ``result`` when the wall-clock cross-check of a timed run saw work the stream's
-    events did not."""
+    """Fails ``result`` when a timed run saw work the stream's events did not: the device busy
+    past a measured run's end, or the wall-clock cross-check; the reason names which, with its
+    figures."""
     if not stats.hidden_work:
         return False
+    seen: list[str] = []
+    if stats.hidden_by_tail:
+        seen.append(
+            f"the device stayed busy {stats.max_tail_ms:.3f} ms after the stream's last work "
+            f"in a measured run (limit {stats.tail_limit_ms:.3f} ms)"
+        )
+    if stats.hidden_by_cross_check:
+        seen.append(
+            f"cross-check: {stats.wall_ms_per_call:.3f} ms wall per call "
+            f"against {stats.event_ms_per_call:.3f} ms on the stream"
+        )
     result.passed = False
-    result.reasons.append(
-        f"work outside the given stream: {stats.wall_ms_per_call:.3f} ms wall per call "
-        f"against {stats.event_ms_per_call:.3f} ms on the stream"
-    )
+    result.reasons.append("work outside the given stream: " + "; ".join(seen))
     return True
 
 
