@@ -102,22 +102,23 @@ def entries(report: str) -> list[tuple[str, str, str]]:
 INSTANCE = re.compile(r"flash_fwd_sm90ILi(\d+)ELi(\d+)ELi(\d+)ELb([01])ELb([01])E")
 
 
-def block_n(name: str) -> int:
+def instance(name: str) -> re.Match[str]:
+    """A kernel's template arguments: head dim, key-tile width, consumers, dynamic, stale."""
     found = INSTANCE.search(name)
     assert found, name
-    return int(found[2])
+    return found
+
+
+def block_n(name: str) -> int:
+    return int(instance(name)[2])
 
 
 def dynamic(name: str) -> bool:
-    found = INSTANCE.search(name)
-    assert found, name
-    return found[4] == "1"
+    return instance(name)[4] == "1"
 
 
 def stale(name: str) -> bool:
-    found = INSTANCE.search(name)
-    assert found, name
-    return found[5] == "1"
+    return instance(name)[5] == "1"
 
 
 def test_the_dynamic_scheduler_s_kernels_spill_at_most_a_counter(tmp_path) -> None:

@@ -554,6 +554,23 @@ __device__ __forceinline__ void mask_tile(float* sc, int n0, int row0, int c, in
     }
 }
 
+// Exponentiates `sc` in place against each row's `shift` (base 2) and adds this thread's
+// exponentials of row r to sum[r][0] and sum[r][1] in turn (two chains, not one).
+template <int BN>
+__device__ __forceinline__ void exponentiate(float* sc, float sl2, const float* shift,
+                                             float (&sum)[2][2]) {
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift[r]));
+            const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift[r]));
+            sc[4 * i + 2 * r] = e0;
+            sc[4 * i + 2 * r + 1] = e1;
+            sum[r][i % 2] += e0 + e1;
+        }
+}
+
 // The same online softmax with shorter dependency chains (kSoftmaxTree): max and sum are
 // associative here (max exactly, the sum up to rounding well inside the judge's tolerance).
 template <int BN>
@@ -584,16 +601,7 @@ __device__ __forceinline__ void softmax_tile_tree(float* sc, float* row_max, flo
         row_max[r] = base;
     }
     float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
-#pragma unroll
-    for (int i = 0; i < kBlocks; ++i)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift[r]));
-            const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift[r]));
-            sc[4 * i + 2 * r] = e0;
-            sc[4 * i + 2 * r + 1] = e1;
-            sum[r][i % 2] += e0 + e1;
-        }
+    exponentiate<BN>(sc, sl2, shift, sum);
 #pragma unroll
     for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * alpha[r] + (sum[r][0] + sum[r][1]);
 }
@@ -735,16 +743,7 @@ __device__ __forceinline__ bool softmax_tile_stale(float* sc, float* row_max, fl
 #pragma unroll
     for (int r = 0; r < 2; ++r) shift[r] = row_max[r] == -INFINITY ? 0.f : row_max[r] * sl2;
     float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
-#pragma unroll
-    for (int i = 0; i < BN / 8; ++i)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const float e0 = fast_exp2(fmaf(sc[4 * i + 2 * r], sl2, -shift[r]));
-            const float e1 = fast_exp2(fmaf(sc[4 * i + 2 * r + 1], sl2, -shift[r]));
-            sc[4 * i + 2 * r] = e0;
-            sc[4 * i + 2 * r + 1] = e1;
-            sum[r][i % 2] += e0 + e1;
-        }
+    exponentiate<BN>(sc, sl2, shift, sum);
     const float s0 = sum[0][0] + sum[0][1];
     const float s1 = sum[1][0] + sum[1][1];
     // NaN fails the test too, and takes the exact path like an overflow.
