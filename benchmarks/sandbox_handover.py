@@ -139,6 +139,9 @@ def main() -> int:
     handover = statistics.median(medians["process"]) - statistics.median(medians["in-process"])
     print(f"\nhand-over added per call: {handover:.1f} us")
 
+    record: dict[str, Any] = {"machine": gpu, "empty_us": medians}
+    out = args.out / "sandbox_handover.json"
+    out.write_text(json.dumps(record, indent=2))  # the hand-over kept, whatever follows
     task = load_task(args.task)
     shapes = bench_shapes(task, args.shapes)
     runs: dict[str, list[Any]] = {"in-process": [], "process": []}
@@ -147,6 +150,12 @@ def main() -> int:
             result = evaluate(task, args.source, scenarios_file=shapes, isolation=isolation)
             if result.verdict != "pass":
                 print(f"{isolation}: {result.verdict}: {result.reasons}")
+                # What the failed run measured, scenario by scenario, for the one who finds
+                # out why (a tail near its limit on the shapes that passed says as much as the
+                # reason of the one that failed).
+                print_tails(result)
+                record["failed"] = {"isolation": isolation, "result": result.to_dict()}
+                out.write_text(json.dumps(record, indent=2))
                 return 1
             runs[isolation].append(result)
     print(
@@ -175,10 +184,24 @@ def main() -> int:
             f"{ms['process'] / ms['in-process']:.3f} | {fmt(fa3['in-process'])} | "
             f"{fmt(fa3['process'])} |"
         )
-    (args.out / "sandbox_handover.json").write_text(
-        json.dumps({"machine": gpu, "empty_us": medians, "shapes": table}, indent=2)
-    )
+    record["shapes"] = table
+    out.write_text(json.dumps(record, indent=2))
     return 0
+
+
+def print_tails(result: Any) -> None:
+    """Each scenario of ``result``: verdict, milliseconds, and its measured runs' longest tail
+    against the limit (evaluate/timing.py)."""
+
+    def fmt(x: float | None, digits: int = 3) -> str:
+        return "-" if x is None else f"{x:.{digits}f}"
+
+    print("\n| shape | passed | ms | tail (ms) | tail limit (ms) |\n|---|---|---|---|---|")
+    for scenario in result.scenarios:
+        print(
+            f"| {scenario.name} | {scenario.passed} | {fmt(scenario.ms, 4)} | "
+            f"{fmt(scenario.tail_ms)} | {fmt(scenario.tail_limit_ms)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -415,6 +415,7 @@ def test_the_worker_names_the_check_that_saw_hidden_work_with_its_figures() -> N
     def reasons(stats: TimingStats) -> list[str]:
         result = ScenarioResult(name="s", set="quick", fields={})
         assert _hidden_work_fails(stats, result) == (result.passed is False)
+        assert (result.tail_ms, result.tail_limit_ms) == (stats.max_tail_ms, stats.tail_limit_ms)
         return result.reasons
 
     tail = TimingStats(median_ms=0.6, max_tail_ms=7.25, tail_limit_ms=1.0)

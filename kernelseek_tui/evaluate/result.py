@@ -47,6 +47,11 @@ class ScenarioResult:
     # (p90 - p10) / median of the candidate's timed calls in this run: how noisy ``ms`` is.
     spread: float | None = None
     samples: int | None = None  # how many timed samples of the candidate ``ms`` is the median of
+    # The longest tail of the candidate's measured runs: how long the device stayed busy after
+    # the stream's last work (evaluate/timing.py), and the limit it was held to (ms). Kept on
+    # a pass too, so that a tail close to its limit shows before it fails anyone.
+    tail_ms: float | None = None
+    tail_limit_ms: float | None = None
     wall_s: float | None = None  # how long judging this scenario took, everything included
     # With pair_with (api.evaluate): the best-so-far kernel's time, timed interleaved with the
     # candidate's calls, and each round's best_ms / candidate_ms (evaluate/paired.py).

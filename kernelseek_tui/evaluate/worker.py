@@ -651,7 +651,8 @@ def _inputs_kept(
 def _hidden_work_fails(stats: TimingStats, result: ScenarioResult) -> bool:
     """Fails ``result`` when a timed run saw work the stream's events did not: the device busy
     past a measured run's end, or the wall-clock cross-check; the reason names which, with its
-    figures."""
+    figures. The tail and its limit go into ``result`` either way."""
+    result.tail_ms, result.tail_limit_ms = stats.max_tail_ms, stats.tail_limit_ms
     if not stats.hidden_work:
         return False
     seen: list[str] = []
