@@ -83,9 +83,12 @@ def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, define
             # instructions of cold code in the loop), and at d128's 176-key tile a few values
             # spilled outside the steady loops (ptxas, CUDA 13.0, 2026-12-05: 8 bytes, 28
             # without turns). The steady step itself touches no local memory
-            # (tests/test_sm90_sass.py).
-            assert int(frame) <= 4 * block_n(name) // 2 + 16, (name, frame)
-            assert int(spilled) <= 32, (name, spilled)
+            # (tests/test_sm90_sass.py). Beside three consumers (d64 since v31, 128 registers a
+            # thread) ptxas spills more around the loop: 108 bytes, in a 320-byte frame (CUDA
+            # 13.0, 2026-12-05).
+            extra = 128 if consumers(name) == 3 else 16
+            assert int(frame) <= 4 * block_n(name) // 2 + extra, (name, frame)
+            assert int(spilled) <= (128 if consumers(name) == 3 else 32), (name, spilled)
         else:
             assert (frame, spilled) == ("0", "0"), (name, frame, spilled)
 
@@ -111,6 +114,10 @@ def instance(name: str) -> re.Match[str]:
 
 def block_n(name: str) -> int:
     return int(instance(name)[2])
+
+
+def consumers(name: str) -> int:
+    return int(instance(name)[3])
 
 
 def dynamic(name: str) -> bool:

@@ -244,7 +244,7 @@ def test_the_consumers_ask_for_no_more_registers_than_the_producer_gives_back(
     defines = {"SM90_DYNAMIC_CAUSAL": 1} if dynamic else {}
     kernels = list(sass_by_kernel(tmp_path / "exact", defines, dynamic=dynamic).items())
     kernels += sass_by_kernel(tmp_path / "stale", defines, dynamic=dynamic, stale=True).items()
-    assert len(kernels) == 7
+    assert len(kernels) == 9  # five exact kernels, and the stale twins of d64's two and d128's two
     for (headdim, block_n, consumers), instructions in kernels:
         found = {m[1]: int(m[2], 0) for t in instructions if (m := SETMAXREG.search(t))}
         assert set(found) == {"TRY_ALLOC", "DEALLOC"}, (headdim, block_n, consumers, found)
@@ -262,18 +262,22 @@ def stale_step(instructions: list[str]) -> list[str]:
 
 
 def test_the_stale_kernels_skip_the_maximum_and_keep_the_overlap(tmp_path: Path) -> None:
-    """SM90_STALE_MAX=2 (the default since v28): d128's two kernels get a twin whose unmasked
-    steps take every exponential against the row's base without a maximum (no FMNMX, no
-    shuffle, no local memory before the vote), and keep the softmax under P V and the uniform
-    datapath of the exact twin. Without the knob (0) there are no twins."""
+    """SM90_STALE_MAX=3 (the default since v31; 2, d128 only, since v28): d128's and d64's
+    kernels get a twin whose unmasked steps take every exponential against the row's base
+    without a maximum (no FMNMX, no shuffle before the vote; no local memory there beside two
+    consumers), and keep the softmax under P V and the uniform datapath of the exact twin.
+    Without the knob (0) there are no twins."""
     exact = sass_by_kernel(tmp_path / "exact", {})
     stale = sass_by_kernel(tmp_path / "stale", {}, stale=True)
-    assert set(stale) == {(128, 176, 2), (128, 128, 2)}
+    assert set(stale) == {(128, 176, 2), (128, 128, 2), (64, 128, 3), (64, 128, 2)}
     for key, instructions in stale.items():
         step = stale_step(instructions)
         assert sum("MUFU.EX2" in t for t in step) == key[1] // 2, key
-        for banned in ("FMNMX", "SHFL", "LDL", "STL"):
-            assert not any(banned in t for t in step), (key, banned)
+        # Beside three consumers (128 registers) ptxas reloads a few spilled values in the
+        # loop (four, CUDA 13.0, 2026-12-05); it stores none there.
+        banned = ("FMNMX", "SHFL", "STL") if key[2] == 3 else ("FMNMX", "SHFL", "LDL", "STL")
+        for opcode in banned:
+            assert not any(opcode in t for t in step), (key, opcode)
         assert exponentials_under_pv(instructions) >= key[1] // 2, key
         assert steady_uniform(instructions) >= 0.9 * steady_uniform(exact[key]), key
         # The exact twin's step finds the maximum: the check above can fail.
@@ -283,12 +287,17 @@ def test_the_stale_kernels_skip_the_maximum_and_keep_the_overlap(tmp_path: Path)
 
 
 def test_the_stale_step_s_exact_path_can_leave_the_loop(tmp_path: Path) -> None:
-    """SM90_STALE_COLD=1 (not the default; to be measured): the stale kernels' first steady
+    """SM90_STALE_COLD=1 (the default, 2, at d64 only): d128's stale kernels' first steady
     loop holds only the path every step runs, its exact path (the exponentials' maximum, the
     recomputation from shared memory, a whole exact softmax) outside, so the loop is shorter
-    than the default build's, holds one vote and BN / 2 exponentials, and no local memory."""
-    inline = sass_by_kernel(tmp_path / "inline", {}, stale=True)
-    cold = sass_by_kernel(tmp_path / "cold", {"SM90_STALE_COLD": 1}, stale=True)
+    than with the path inline (0), holds one vote and BN / 2 exponentials, and no local
+    memory."""
+    inline = sass_by_kernel(
+        tmp_path / "inline", {"SM90_STALE_MAX": 2, "SM90_STALE_COLD": 0}, stale=True
+    )
+    cold = sass_by_kernel(
+        tmp_path / "cold", {"SM90_STALE_MAX": 2, "SM90_STALE_COLD": 1}, stale=True
+    )
     assert set(cold) == set(inline) == {(128, 176, 2), (128, 128, 2)}
     for key, instructions in cold.items():
         first, inline_first = first_steady_loop(instructions), first_steady_loop(inline[key])
@@ -313,10 +322,10 @@ def first_steady_loop(instructions: list[str]) -> list[str]:
 
 
 def test_every_head_dim_can_take_the_stale_step(tmp_path: Path) -> None:
-    """SM90_STALE_MAX=1 with SM90_STALE_THREE=1 and SM90_STALE_COLD=1 (not the default; to be
-    measured): every kernel, d64's three-consumer one included, has a stale twin whose first
-    steady loop takes its exponentials without a maximum and is shorter than the exact twin's
-    (d64 is bound by issue, so the step's length is what it is for)."""
+    """SM90_STALE_MAX=1 with SM90_STALE_THREE=1 and SM90_STALE_COLD=1 (d256 measured -2.5%
+    with it, so not the default): every kernel, d64's three-consumer one included, has a stale
+    twin whose first steady loop takes its exponentials without a maximum and is shorter than
+    the exact twin's (d64 is bound by issue, so the step's length is what it is for)."""
     defines = {"SM90_STALE_MAX": 1, "SM90_STALE_COLD": 1, "SM90_STALE_THREE": 1}
     exact = sass_by_kernel(tmp_path / "exact", defines)
     stale = sass_by_kernel(tmp_path / "stale", defines, stale=True)

@@ -106,48 +106,64 @@ constexpr bool kWaitHint = SM90_WAIT_HINT == 1;
 constexpr bool kProducerWaitHint = SM90_WAIT_HINT != 0;
 #ifndef SM90_STALE_MAX
 // Unmasked steady steps (the split loop's first) skip the row maximum: 1 at every head dim, 2 at
-// d128 only, 0 never. Their exponentials are taken against the row's current base and checked
-// afterwards through their sum, which bounds each of them (all are >= 0); only a warp where a
-// sum passes 2^SM90_RESCALE_SLACK takes the exact path. The maximum's only use in those steps
-// is to keep the exponentials from overflowing, which the sum shows as well, after the fact.
-// Kernels with two consumers only: beside three (128 registers) the exact path's registers
-// spill into the steady loop. Measured in turn with FA3 (H100, 2026-12-05, kernels/flash_fwd/
-// NOTES.md): at d128 +4.3% non-causal and +4.6% causal over v24 with SM90_STALE_MIN_KEYS=2048
-// (up to +10% at 16k); at d256 -2% (1, every length) and -0.2% (from 2048 keys): d128 only.
-#define SM90_STALE_MAX 2
+// d128 only, 3 at d64 and d128, 0 never. Their exponentials are taken against the row's current
+// base and checked afterwards through their sum, which bounds each of them (all are >= 0); only
+// a warp where a sum passes 2^SM90_RESCALE_SLACK takes the exact path. The maximum's only use in
+// those steps is to keep the exponentials from overflowing, which the sum shows as well, after
+// the fact. Beside three consumers (128 registers) only with SM90_STALE_THREE. Measured in turn
+// with FA3 (H100, 2026-12-05, kernels/flash_fwd/NOTES.md): at d128 +4.3% non-causal and +4.6%
+// causal over v24 with SM90_STALE_MIN_KEYS=2048 (up to +10% at 16k); at d256 -2% (1, every
+// length) and -0.2% (from 2048 keys); at d64 (3, v31) +2.9% non-causal, +2.3% causal over v28.
+#define SM90_STALE_MAX 3
 #endif
-static_assert(SM90_STALE_MAX >= 0 && SM90_STALE_MAX <= 2, "SM90_STALE_MAX: 0, 1 or 2 (d128 only)");
+static_assert(SM90_STALE_MAX >= 0 && SM90_STALE_MAX <= 3,
+              "SM90_STALE_MAX: 0, 1, 2 (d128 only) or 3 (d64 and d128)");
 #ifndef SM90_STALE_MIN_KEYS
-// Launches with fewer keys than this keep the exact maximum, in a kernel of their own (the
-// stale kernel lost 5-15% at d128 512 and 1k in turn, and gained from 2k: its exact path's
-// code, never run there, is the suspect; not yet found).
+// Launches with fewer keys than this keep the exact maximum, in a kernel of their own (at d128
+// the stale kernel lost 5-15% at 512 and 1k non-causal in turn, and gained from 2k; not its
+// exact path's code in the loop: with that code outside the loop (SM90_STALE_COLD=1) it lost
+// the same, H100, 2026-12-05 evening; cause not found).
 #define SM90_STALE_MIN_KEYS 2048
 #endif
-constexpr int kStaleMinKeys = SM90_STALE_MIN_KEYS;
+#ifndef SM90_STALE_MIN_KEYS_D64
+// The same at d64, where the stale kernels gained at every length from 1k (H100, in turn,
+// 2026-12-05: v30t, +1% to +5%) and lost 1% at non-causal 512 only.
+#define SM90_STALE_MIN_KEYS_D64 0
+#endif
+template <int HEADDIM>
+constexpr int stale_min_keys() {
+    return HEADDIM == 64 ? SM90_STALE_MIN_KEYS_D64 : SM90_STALE_MIN_KEYS;
+}
 #ifndef SM90_STALE_COLD
 // 1: the stale step's exact path outside the steady loop (the loop exits to it and resumes),
-// so that the path every step runs is contiguous code; 0: inside the step (v28). For the stale
-// kernels' loss at 512-1k keys in turn (NOTES.md, 2026-12-05), whose suspect is instruction
-// fetch over the cold code. Not yet measured. The loop is then the 526 (d128 176-key)
-// instructions every step runs, against 1,286; ptxas spills 76 bytes around it (none in it;
-// some in the masked loop), which the default build does not.
-#define SM90_STALE_COLD 0
+// so that the path every step runs is contiguous code; 0: inside the step (v28); 2: outside at
+// d64 only, whose three-consumer kernel spills into its loop with the exact path inline (the
+// default since v31). At d128 the loop is then the 526 (176-key) instructions every step runs,
+// against 1,286, and ptxas spills 76 bytes around it; measured there (H100, in turn,
+// 2026-12-05 evening) within 0.4% of the inline layout at every length, and no cure for the
+// short-shape loss of SM90_STALE_MIN_KEYS, whose suspect it was.
+#define SM90_STALE_COLD 2
 #endif
-static_assert(SM90_STALE_COLD == 0 || SM90_STALE_COLD == 1, "SM90_STALE_COLD: 0 or 1");
-constexpr bool kStaleCold = SM90_STALE_COLD != 0;
+static_assert(SM90_STALE_COLD >= 0 && SM90_STALE_COLD <= 2, "SM90_STALE_COLD: 0, 1 or 2 (d64)");
+template <int HEADDIM>
+__host__ __device__ constexpr bool stale_cold() {
+    return SM90_STALE_COLD == 1 || (SM90_STALE_COLD == 2 && HEADDIM == 64);
+}
 #ifndef SM90_STALE_THREE
 // 1: the stale kernels also beside three consumers (d64's, 128 registers each). With the exact
 // path inline ptxas spilled into their steady loop; with SM90_STALE_COLD=1 the loop holds 389
 // instructions against the exact kernel's 454, and four reloads of spilled values (ptxas, CUDA
 // 13.0, 2026-12-05). d64 is bound by issue (NOTES.md, 2026-12-05): a shorter step is what it
-// needs. Not yet measured.
-#define SM90_STALE_THREE 0
+// needs. Default since v31 (with SM90_STALE_MAX=3 and SM90_STALE_COLD=2): d64 +2.9%
+// non-causal, +2.3% causal over v28 (H100, in turn, 2026-12-05 evening).
+#define SM90_STALE_THREE 1
 #endif
 static_assert(SM90_STALE_THREE == 0 || SM90_STALE_THREE == 1, "SM90_STALE_THREE: 0 or 1");
 constexpr bool kStaleThree = SM90_STALE_THREE != 0;
 template <int HEADDIM>
 __host__ __device__ constexpr bool stale_max() {
-    return SM90_STALE_MAX == 1 || (SM90_STALE_MAX == 2 && HEADDIM == 128);
+    return SM90_STALE_MAX == 1 || (SM90_STALE_MAX == 2 && HEADDIM == 128) ||
+           (SM90_STALE_MAX == 3 && HEADDIM != 256);
 }
 #ifndef SM90_SKIP_UNSEEN
 #define SM90_SKIP_UNSEEN 1
@@ -1227,7 +1243,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             }
             step_tail(j);
         };
-        // The stale step with its exact path outside the loop (kStaleCold): false where the
+        // The stale step with its exact path outside the loop (stale_cold): false where the
         // warp's vote failed, the step then stopped after its exponentials; finish_stale_step
         // runs the exact path and the tail.
         float stale_shift[2], stale_sums[2];
@@ -1252,7 +1268,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             // From lane 0, as n_wg: a bound computed from the warpgroup index looks
             // thread-dependent to ptxas, and both loops would lose the uniform datapath.
             const int unmasked_end = __shfl_sync(0xffffffffu, max(1, min(first_masked, n_wg)), 0);
-            if constexpr (STALE && kStaleCold) {
+            if constexpr (STALE && stale_cold<HEADDIM>()) {
                 int j = 1;
                 while (j < unmasked_end) {
                     for (; j < unmasked_end; ++j)
@@ -1438,14 +1454,14 @@ int launch_tiles(void* const* tensors, const Params& p, int nheads_kv, cudaStrea
     Params launch_params = p;
     launch_params.causal_group = grid.causal_group;
     // The dynamic scheduler's kernel is built only with its knob (and used for causal grids);
-    // the stale-maximum kernel only with its own (and used from kStaleMinKeys keys), and with
+    // the stale-maximum kernel only with its own (and used from stale_min_keys keys), and with
     // two consumers, beside which its exact path fits in registers (three: kStaleThree).
     const bool dynamic = kDynamicCausal && p.causal;
     constexpr bool kStale = stale_max<HEADDIM>() && (CONSUMERS == 2 || kStaleThree) &&
                             (SM90_SOFTMAX_UNDER_PV == 1 ||
                              (SM90_SOFTMAX_UNDER_PV == 2 && HEADDIM != 64));
     if constexpr (kStale) {
-        if (p.seqlen_k >= kStaleMinKeys)
+        if (p.seqlen_k >= stale_min_keys<HEADDIM>())
             return dynamic ? start<HEADDIM, BLOCK_N, CONSUMERS, kDynamicCausal, true>(
                                  tm_q, tm_k, tm_v, launch_params, grid.ctas, stream)
                            : start<HEADDIM, BLOCK_N, CONSUMERS, false, true>(
