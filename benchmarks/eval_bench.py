@@ -25,11 +25,24 @@ from pathlib import Path
 
 from kernelseek_tui.evaluate.api import evaluate
 from kernelseek_tui.evaluate.build import build
+from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.task import load_task
 
 
 def _fmt(value: float | None, spec: str = ".1f") -> str:
     return "-" if value is None else format(value, spec)
+
+
+def timeline_line(result: EvalResult) -> str:
+    """Each milestone of ``result.timeline`` with the time since the one before it ("built
+    +0.10 s, worker_asked +0.02 s, device +0.88 s, ..."), then the scenarios' own wall times
+    added up, which the steps from the first scenario to the last contain."""
+    steps, previous = [], 0.0
+    for name, at in result.timeline.items():
+        steps.append(f"{name} +{at - previous:.2f} s")
+        previous = at
+    own = sum(s.wall_s or 0.0 for s in result.scenarios)
+    return ", ".join(steps) + f" (the scenarios' own wall times add up to {own:.2f} s)"
 
 
 def main() -> int:
@@ -68,6 +81,7 @@ def main() -> int:
             f"quick run {run}{' (warm)' if args.warm and run > 0 else ''}: {result.verdict} "
             f"{result.summary.passed}/{result.summary.total} in {result.duration_s:.1f} s"
         )
+        print(f"  where the time went: {timeline_line(result)}")
 
     if not args.skip_full:
         full = evaluate(task, source)

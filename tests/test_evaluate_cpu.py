@@ -296,6 +296,19 @@ emit({"type": "done"})
     assert result.summary.passed == 12
     assert result.summary.geomean_speedup == pytest.approx(2.0)
     assert result.summary.vs_fa3 == pytest.approx(0.5)
+    # Every milestone but the sharing check (no nvidia-smi that can see this worker), in order.
+    assert_timeline(result, missing={"sharing_checked"})
+
+
+def assert_timeline(result, missing: set[str]) -> None:
+    """``result.timeline`` holds TIMELINE's milestones but ``missing``, in TIMELINE's order,
+    and ends at the evaluation's duration."""
+    expected = [name for name in api.TIMELINE if name not in missing]
+    assert list(result.timeline) == [n for n in expected if n in result.timeline]
+    assert set(result.timeline) == set(expected), result.timeline
+    times = [result.timeline[name] for name in expected]
+    assert times == sorted(times) and times[0] >= 0
+    assert result.timeline["finished"] == result.duration_s
 
 
 def test_a_rate_above_the_device_peak_fails_the_scenario(task) -> None:
@@ -377,6 +390,8 @@ emit({{"type": "done"}})
     source.write_text(source.read_text() + "\n// a changed candidate\n")
     result = api.evaluate(task, source, sets=["quick"], compare=False)
     assert result.other_gpu_processes == ["pid 999999 (job, 7 MiB)"]
+    # This stand-in reports no progress: no scenario is seen beginning.
+    assert_timeline(result, missing={"first_scenario"})
     assert "warning: the GPU was shared during this evaluation (pid 999999" in format_summary(
         result
     )

@@ -55,6 +55,20 @@ from kernelseek_tui.scenarios import Scenario
 from kernelseek_tui.task import ISOLATIONS, Task
 
 Progress = Callable[[str, int, int], None]  # (message, done, total)
+# The milestones of ``EvalResult.timeline``, in the order an evaluation reaches them: the
+# builds done; the request handed to a worker (a spare, or one started now); its device line
+# (its CUDA context held); its first scenario begun; its last scenario's result in; the worker
+# gone; the GPU's other processes looked at again (timed evaluations); the result complete.
+TIMELINE = (
+    "built",
+    "worker_asked",
+    "device",
+    "first_scenario",
+    "last_scenario",
+    "worker_exited",
+    "sharing_checked",
+    "finished",
+)
 DEFAULT_STALL_TIMEOUT_S = 180.0
 # The worker process; tests stand in scripted workers to exercise the watchdog without a GPU.
 WORKER_COMMAND = [sys.executable, "-m", "kernelseek_tui.evaluate.worker"]
@@ -225,6 +239,7 @@ def evaluate(
             sandbox_host = str(host_executable())
         except SandboxError as error:
             raise KernelseekError(f"isolation {chosen_isolation!r}: {error.reason}") from None
+    _mark(result, "built", started)
     request = {
         "task_dir": str(task.dir),
         "paired": str(paired_library) if paired_library else None,
@@ -263,6 +278,7 @@ def evaluate(
         stall=watch,
         notify=notify,
         prestart_next=prestart_next,
+        started=started,
     )
     if baseline_is_candidate:
         result.summary.baseline_timing = "the candidate is the starting kernel"
@@ -342,8 +358,10 @@ def _run_worker(
     stall: _StallWatch,
     notify: Progress,
     prestart_next: bool,
+    started: float,
 ) -> bool:
-    """Run the worker, filling ``result.scenarios``; True when the harness itself failed."""
+    """Run the worker, filling ``result.scenarios``; True when the harness itself failed.
+    ``started``: the evaluation's start (time.monotonic()), for ``result.timeline``."""
     env = _worker_env(device)
     key = SpareKey(env.get("CUDA_VISIBLE_DEVICES"), request["task_dir"], tuple(command))
     # A spare, when one is ready, has done its set-up already; it has judged nothing.
@@ -356,6 +374,7 @@ def _run_worker(
     # not this evaluation's time. The request goes from a thread: a worker still setting up
     # reads it only after, and a large request must not block the watchdog meanwhile.
     sender = _send_request(process, json.dumps(request).encode())
+    _mark(result, "worker_asked", started)
 
     index_of = {s.name: i for i, s in enumerate(result.scenarios)}
     total = len(result.scenarios)
@@ -396,6 +415,7 @@ def _run_worker(
             message = json.loads(line)
             kind = message["type"]
             if kind == "device":
+                _mark(result, "device", started)
                 result.device = {k: v for k, v in message.items() if k != "type"}
                 stall.learn_device(result.device)
                 if timed:
@@ -404,6 +424,8 @@ def _run_worker(
                 current = (message["scenario"], message["phase"])
                 silence_s, silence_why = stall.limit(*current)
                 if message["phase"] == "start":
+                    if "first_scenario" not in result.timeline:
+                        _mark(result, "first_scenario", started)
                     notify(f"{message['scenario']}", done, total)
             elif kind == "scenario":
                 record = _scenario_from(message["result"])
@@ -411,6 +433,7 @@ def _run_worker(
                 if record.baseline_ms and record.ms:
                     record.speedup = record.baseline_ms / record.ms
                 result.scenarios[index_of[record.name]] = record
+                _mark(result, "last_scenario", started)
                 done += 1
                 notify(record.name, done, total)
             elif kind == "fatal":
@@ -423,10 +446,12 @@ def _run_worker(
     process.wait()
     drain.join(timeout=2)
     sender.join(timeout=2)
+    _mark(result, "worker_exited", started)
     if sharing is not None:
         later = check_sharing(result.device.get("uuid"), must_see_ours=False) or []
         seen = {p.pid: p for p in [*sharing, *later]}
         result.other_gpu_processes = [p.describe() for p in seen.values()]
+        _mark(result, "sharing_checked", started)
     if prestart_next:
         # Only now: a worker readying its GPU beside one being timed would disturb the timing.
         SPARES.prestart(key, lambda: start_worker(command, env))
@@ -493,8 +518,14 @@ def _signal_name(code: int | None) -> str | None:
         return f"signal {-code}"
 
 
+def _mark(result: EvalResult, milestone: str, started: float) -> None:
+    """Record when the evaluation reached ``milestone`` (one of TIMELINE)."""
+    result.timeline[milestone] = round(time.monotonic() - started, 3)
+
+
 def _finish(result: EvalResult, started: float, *, harness_error: bool = False) -> EvalResult:
-    result.duration_s = round(time.monotonic() - started, 3)
+    _mark(result, "finished", started)
+    result.duration_s = result.timeline["finished"]
     ran = [s for s in result.scenarios if s.passed is not None]
     failed = [s for s in result.scenarios if s.passed is False]
     summary = result.summary

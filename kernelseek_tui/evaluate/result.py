@@ -109,6 +109,9 @@ class EvalResult:
     other_gpu_processes: list[str] | None = None
     started_at: str | None = None
     duration_s: float | None = None
+    # Where the wall time went: seconds from the start of the evaluation to each milestone
+    # reached, in order (api.TIMELINE names them), so that a slow loop shows which part is slow.
+    timeline: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
