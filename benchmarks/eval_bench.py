@@ -45,6 +45,23 @@ def timeline_line(result: EvalResult) -> str:
     return ", ".join(steps) + f" (the scenarios' own wall times add up to {own:.2f} s)"
 
 
+def phase_line(result: EvalResult) -> str:
+    """The scenarios' wall times added up by phase (``ScenarioResult.phase_s``), longest first,
+    each with the scenario that spent most in it."""
+    totals: dict[str, float] = {}
+    worst: dict[str, tuple[float, str]] = {}
+    for scenario in result.scenarios:
+        for phase, seconds in scenario.phase_s.items():
+            totals[phase] = totals.get(phase, 0.0) + seconds
+            if seconds > worst.get(phase, (-1.0, ""))[0]:
+                worst[phase] = (seconds, scenario.name)
+    ordered = sorted(totals.items(), key=lambda item: -item[1])
+    return ", ".join(
+        f"{phase} {seconds:.2f} s (most: {worst[phase][1]} {worst[phase][0]:.2f} s)"
+        for phase, seconds in ordered
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--task", type=Path, default=Path("kernels/flash_fwd"))
@@ -82,6 +99,7 @@ def main() -> int:
             f"{result.summary.passed}/{result.summary.total} in {result.duration_s:.1f} s"
         )
         print(f"  where the time went: {timeline_line(result)}")
+        print(f"  the scenarios by phase: {phase_line(result)}")
 
     if not args.skip_full:
         full = evaluate(task, source)

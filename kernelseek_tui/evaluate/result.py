@@ -53,6 +53,10 @@ class ScenarioResult:
     tail_ms: float | None = None
     tail_limit_ms: float | None = None
     wall_s: float | None = None  # how long judging this scenario took, everything included
+    # ``wall_s`` by phase ("start": its inputs made; "check", "time", "peers", "judge",
+    # "reference": the fp32 reference, wherever built; "baseline": the starting kernel timed),
+    # in seconds by the worker's clock: where a slow scenario spends its time.
+    phase_s: dict[str, float] = field(default_factory=dict)
     # With pair_with (api.evaluate): the best-so-far kernel's time, timed interleaved with the
     # candidate's calls, and each round's best_ms / candidate_ms (evaluate/paired.py).
     paired_ms: float | None = None

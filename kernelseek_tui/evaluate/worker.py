@@ -214,6 +214,9 @@ class Evaluation:
         # inputs are perturbed must not be predictable from the request.
         self.entropy = secrets.randbits(128)
         self.phase = "setup"
+        # Seconds spent in each phase of the scenario being judged (``switch``).
+        self.phase_s: dict[str, float] = {}
+        self._phase_began = time.perf_counter()
         self.scenario: tuple[int, str] | None = None  # (index, name) of the one being judged
         self.l2_bytes = standby.l2_bytes
         self.device = standby.device
@@ -310,10 +313,26 @@ class Evaluation:
     def enter(self, phase: str) -> None:
         """Say which phase of the current scenario runs: the parent's stall limit follows it
         (short where the candidate's code runs, long for the harness's own work)."""
-        self.phase = phase
+        self.switch(phase)
         if self.scenario is not None:
             index, name = self.scenario
             self.emit({"type": "progress", "index": index, "scenario": name, "phase": phase})
+
+    def switch(self, phase: str) -> None:
+        """Make ``phase`` the current one, the time since the last switch going to the one it
+        ends (``phase_s``); silent, unlike ``enter``."""
+        now = time.perf_counter()
+        self.phase_s[self.phase] = self.phase_s.get(self.phase, 0.0) + now - self._phase_began
+        self._phase_began, self.phase = now, phase
+
+    def begin_phases(self, phase: str) -> None:
+        """A new scenario's clock: nothing counted yet, ``phase`` running from now."""
+        self.phase_s, self._phase_began, self.phase = {}, time.perf_counter(), phase
+
+    def phases_so_far(self) -> dict[str, float]:
+        """``phase_s`` with the running phase counted up to now, in milliseconds' precision."""
+        self.switch(self.phase)
+        return {name: round(seconds, 3) for name, seconds in self.phase_s.items()}
 
     def sync(self, what: str) -> None:
         try:
@@ -832,7 +851,8 @@ def _reference(
 ) -> dict[str, Any]:
     """The task's reference for the inputs in ``bodies`` (device arrays in storage form)."""
     cp, task = ev.cp, ev.task
-    phase, ev.phase = ev.phase, "reference"
+    phase = ev.phase
+    ev.switch("reference")
     inputs = {s.name: to_float32(cp, bodies[s.name], s.dtype) for s in task.inputs}
     lowp_dtypes = [s.dtype for s in task.outputs if task.tolerances[s.name].rule == "lowp"]
     lowp = (lambda x: round_to(cp, x, lowp_dtypes[0])) if lowp_dtypes else None
@@ -845,7 +865,7 @@ def _reference(
         raise FatalError(
             f"the task's reference failed: {type(error).__name__}: {error}", "error"
         ) from error
-    ev.phase = phase
+    ev.switch(phase)
     return reference
 
 
@@ -941,6 +961,7 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
         if launches[i]() != 0:
             raise LaunchFailed
 
+    ev.switch("baseline")
     ev.emit({"type": "progress", "index": index, "scenario": scenario["name"], "phase": "baseline"})
     try:
         stats = time_calls(cp, ev.stream, call, n_sets, task.timing, settle=ev.settle, gate=ev.gate)
@@ -979,6 +1000,7 @@ def _evaluate_scenarios(
             }
         )
         began = time.perf_counter()
+        ev.begin_phases("start")
         result = run_scenario(ev, scenario, index)
         baseline_ms = None
         if result.passed and result.ms is not None:
@@ -988,6 +1010,7 @@ def _evaluate_scenarios(
                 else _time_baseline(ev, scenario, index)
             )
         result.wall_s = round(time.perf_counter() - began, 3)
+        result.phase_s = ev.phases_so_far()
         emit({"type": "scenario", "result": asdict(result), "baseline_ms": baseline_ms})
         # Free this scenario's buffers before the next one allocates its own.
         ev.release_shared()
