@@ -4,6 +4,7 @@ task's source, its knobs and the session's record follow the chosen file."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,12 @@ def test_each_source_carries_its_own_knobs() -> None:
     source = hopper.source.read_text()
     for knob in hopper.knobs:  # every knob is a define the kernel reads
         assert f"#ifndef {knob.name}" in source
+        # and task.toml's default is the file's own, which the tuner starts from
+        default_value = re.search(
+            rf"#ifndef {knob.name}\n(?://.*\n)*#define {knob.name} (\d+)", source
+        )
+        assert default_value, knob.name
+        assert int(default_value[1]) == knob.default, knob.name
 
 
 @pytest.mark.parametrize(

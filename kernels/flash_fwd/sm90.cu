@@ -236,6 +236,16 @@ constexpr float kLn2 = 0.6931471805599453f;
 #ifndef SM90_D256_BLOCK_N
 #define SM90_D256_BLOCK_N 80
 #endif
+#ifndef SM90_D128_SHORT_KEYS
+// Non-causal d128 launches with at most this many keys use the 128-key kernel (the causal
+// launches' own, so no kernel is added) instead of SM90_D128_BLOCK_N's; 0: never. For d128
+// non-causal 512-1k, the worst shapes against FA3 (0.91, H100 and H200, 2026-12-05), where
+// 176-key tiles leave the last tile partly empty (512 keys: 3 tiles, 9% of the last's work
+// wasted; 1k: 6, 2% of the whole) and each CTA's tile has only 3-6 steps to fill its pipeline.
+// v21 with 128-key tiles at every d128 length measured the same geomean over d128's 12 shapes
+// (H200, 2026-12-04); shape by shape not recorded. Not yet measured.
+#define SM90_D128_SHORT_KEYS 0
+#endif
 template <int HEADDIM, bool CAUSAL>
 constexpr int block_n() {
     return HEADDIM == 64 ? 128 : HEADDIM == 128 ? (CAUSAL ? 128 : SM90_D128_BLOCK_N)
@@ -1484,6 +1494,10 @@ int launch(void* const* tensors, const Params& p, int nheads_kv, cudaStream_t st
             return launch_tiles<HEADDIM, kCausalN, 2>(tensors, p, nheads_kv, stream);
     }
     if (p.causal) return launch_tiles<HEADDIM, kCausalN, kConsumers>(tensors, p, nheads_kv, stream);
+    if constexpr (HEADDIM == 128 && SM90_D128_SHORT_KEYS > 0 && kFullN != kCausalN) {
+        if (p.seqlen_k <= SM90_D128_SHORT_KEYS)
+            return launch_tiles<HEADDIM, kCausalN, kConsumers>(tensors, p, nheads_kv, stream);
+    }
     return launch_tiles<HEADDIM, kFullN, kConsumers>(tensors, p, nheads_kv, stream);
 }
 
