@@ -176,9 +176,6 @@ def main() -> int:
         row = {"shape": scenario.name, "ms": ms, "x_fa3": fa3}
         table.append(row)
 
-        def fmt(x: float | None) -> str:
-            return "-" if x is None else f"{x:.3f}"
-
         print(
             f"| {scenario.name} | {ms['in-process']:.4f} | {ms['process']:.4f} | "
             f"{ms['process'] / ms['in-process']:.3f} | {fmt(fa3['in-process'])} | "
@@ -189,13 +186,13 @@ def main() -> int:
     return 0
 
 
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
 def print_tails(result: Any) -> None:
     """Each scenario of ``result``: verdict, milliseconds, and its measured runs' longest tail
     against the limit (evaluate/timing.py)."""
-
-    def fmt(x: float | None, digits: int = 3) -> str:
-        return "-" if x is None else f"{x:.{digits}f}"
-
     print("\n| shape | passed | ms | tail (ms) | tail limit (ms) |\n|---|---|---|---|---|")
     for scenario in result.scenarios:
         print(
