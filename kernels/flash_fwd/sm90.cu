@@ -243,8 +243,10 @@ constexpr float kLn2 = 0.6931471805599453f;
 // 176-key tiles leave the last tile partly empty (512 keys: 3 tiles, 9% of the last's work
 // wasted; 1k: 6, 2% of the whole) and each CTA's tile has only 3-6 steps to fill its pipeline.
 // v21 with 128-key tiles at every d128 length measured the same geomean over d128's 12 shapes
-// (H200, 2026-12-04); shape by shape not recorded. Not yet measured.
-#define SM90_D128_SHORT_KEYS 0
+// (H200, 2026-12-04); shape by shape not recorded. 1024 (default since v32) against 0, H100,
+// in turn, 2026-12-05 19:50: d128 non-causal 512 +5.3%, 1k +3.6%, every other shape the same
+// kernel; 2048 is a search value (2k then takes the 128-key stale kernel), unmeasured.
+#define SM90_D128_SHORT_KEYS 1024
 #endif
 template <int HEADDIM, bool CAUSAL>
 constexpr int block_n() {
@@ -987,8 +989,6 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     static_assert((kConsumerRegs - kEntryRegs) * kConsumers <= kEntryRegs - kProducerRegs,
                   "the consumers would wait for registers no warp gives back");
 
-    const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
-    const int tiles = m_blocks * p.nheads * p.batch;
     const int diag = p.seqlen_k - p.seqlen_q;  // query i sees key j iff j <= i + diag (causal)
 
     if (threadIdx.x == 0) {
@@ -1012,6 +1012,11 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     if (warpgroup == 0) {
         // ---------------- producer ----------------
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kProducerRegs));
+        // Each role computes these after its setmaxnreg: held across it (v31), ptxas spilled
+        // both in the stale kernels and the producer reloaded them from local memory every work
+        // tile (d128's stale kernel 0.3-3.8% slower, H100, 2026-12-05; NOTES, produce-consume).
+        const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+        const int tiles = m_blocks * p.nheads * p.batch;
         if (threadIdx.x == 0) {
             int kv = 0;       // K/V tiles loaded so far, over every work tile: the ring position
             int q_loads = 0;  // Q tiles loaded so far
@@ -1074,6 +1079,8 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
 
     // ---------------- consumers ----------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
+    const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+    const int tiles = m_blocks * p.nheads * p.batch;
     const int wg = warpgroup - 1;
     const int t = threadIdx.x % kWarpgroupThreads;
     const int warp = t / 32;
