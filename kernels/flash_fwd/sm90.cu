@@ -122,8 +122,10 @@ static_assert(SM90_STALE_MAX >= 0 && SM90_STALE_MAX <= 3,
 // Launches with fewer keys than this keep the exact maximum, in a kernel of their own (at d128
 // the stale kernel lost 5-15% at 512 and 1k non-causal in turn, and gained from 2k; not its
 // exact path's code in the loop: with that code outside the loop (SM90_STALE_COLD=1) it lost
-// the same, H100, 2026-12-05 evening; cause not found).
-#define SM90_STALE_MIN_KEYS 2048
+// the same, H100, 2026-12-05 evening; a third of it was the producer's spilled invariants,
+// gone in v32). 1024 since v34 (with SM90_D128_SHORT_KEYS 2048, so non-causal 1k takes the
+// 128-key stale kernel): d128 causal 1k +2.9%, H200, in turn, 2026-12-05 20:10.
+#define SM90_STALE_MIN_KEYS 1024
 #endif
 #ifndef SM90_STALE_MIN_KEYS_D64
 // The same at d64, where the stale kernels gained at every length from 1k (H100, in turn,
@@ -243,10 +245,10 @@ constexpr float kLn2 = 0.6931471805599453f;
 // 176-key tiles leave the last tile partly empty (512 keys: 3 tiles, 9% of the last's work
 // wasted; 1k: 6, 2% of the whole) and each CTA's tile has only 3-6 steps to fill its pipeline.
 // v21 with 128-key tiles at every d128 length measured the same geomean over d128's 12 shapes
-// (H200, 2026-12-04); shape by shape not recorded. 1024 (default since v32) against 0, H100,
-// in turn, 2026-12-05 19:50: d128 non-causal 512 +5.3%, 1k +3.6%, every other shape the same
-// kernel; 2048 is a search value (2k then takes the 128-key stale kernel), unmeasured.
-#define SM90_D128_SHORT_KEYS 1024
+// (H200, 2026-12-04); shape by shape not recorded. 1024 (v32) against 0, H100, in turn,
+// 2026-12-05 19:50: d128 non-causal 512 +5.3%, 1k +3.6%. 2048 (v34, with SM90_STALE_MIN_KEYS
+// 1024) against v32, H200, in turn, 20:10: non-causal 1k +6.0%, 2k +7.1% (128-key stale tiles).
+#define SM90_D128_SHORT_KEYS 2048
 #endif
 template <int HEADDIM, bool CAUSAL>
 constexpr int block_n() {
