@@ -29,6 +29,7 @@ from kernelseek_tui.evaluate import api, pool
 from kernelseek_tui.evaluate.build import BuildResult
 from kernelseek_tui.evaluate.pool import EvalPool
 from kernelseek_tui.evaluate.result import EvalResult
+from kernelseek_tui.evaluate.retiring import RetiringWorkers
 from kernelseek_tui.evaluate.spare import SpareKey, SpareWorkers, start_worker
 from kernelseek_tui.task import Task, load_task
 from tests.test_session_support import make_task_repo, read_events, session_config
@@ -58,6 +59,9 @@ for s in request["scenarios"]:
           "fields": s["fields"], "passed": True, "ms": 1.0}})
 emit({"type": "done"})
 log("served", candidate=request["candidate"])
+if os.environ.get("STAND_IN_EXIT_S"):  # a slow exit, after the results (a context torn down)
+    time.sleep(float(os.environ["STAND_IN_EXIT_S"]))
+log("left", at=time.monotonic())
 """
 
 
@@ -74,6 +78,8 @@ def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     script.write_text(textwrap.dedent(STAND_IN))
     log = tmp_path / "workers.jsonl"
     spares = SpareWorkers()
+    retiring = RetiringWorkers()
+    monkeypatch.setattr(api, "RETIRING", retiring)
     monkeypatch.setattr(api, "WORKER_COMMAND", [sys.executable, str(script)])
     monkeypatch.setattr(api, "build", fake_build)
     monkeypatch.setattr(api, "SPARES", spares)
@@ -81,7 +87,9 @@ def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     monkeypatch.setenv("STAND_IN_LOG", str(log))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("STAND_IN_SETUP_S", raising=False)
+    monkeypatch.delenv("STAND_IN_EXIT_S", raising=False)
     yield log
+    retiring.wait_all()
     spares.close()
 
 
@@ -147,8 +155,11 @@ class _CallTimes:
 
 
 def _evaluate(task: Task, source: Path, **kwargs: Any) -> EvalResult:
+    """An evaluation, and then its worker's exit, which is reaped after the result returns (a
+    caller's next step, seconds later, finds it gone)."""
     result = api.evaluate(task, source, sets=["quick"], **kwargs)
     assert result.verdict == "pass", result.reasons
+    api.RETIRING.wait_all()
     return result
 
 
@@ -435,3 +446,45 @@ def test_the_real_worker_given_up_before_its_request_exits_without_a_line() -> N
         waiting.kill()
         if waiting.stdin is not None:
             waiting.stdin.close()
+
+
+# -- the worker's exit is off the evaluation's path -------------------------------------------
+
+
+def test_the_result_returns_before_the_worker_has_exited(
+    stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_EXIT_S", "2")
+    task = load_task(TASK_DIR)
+    result = api.evaluate(task, _candidate(tmp_path, 1), sets=["quick"])
+    assert result.verdict == "pass", result.reasons
+    pid = result.device["pid"]
+    assert {"event": "served", "pid": pid} in [
+        {"event": e["event"], "pid": e["pid"]} for e in _log(stand_in)
+    ]
+    assert not [e for e in _log(stand_in) if e["event"] == "left" and e["pid"] == pid]
+    assert "worker_released" in result.timeline
+    api.RETIRING.wait_all()
+    assert [e for e in _log(stand_in) if e["event"] == "left" and e["pid"] == pid]
+
+
+def test_the_next_evaluation_on_the_gpu_starts_after_the_last_worker_has_left(
+    stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_EXIT_S", "1")
+    task = load_task(TASK_DIR)
+    first = api.evaluate(task, _candidate(tmp_path, 1), sets=["quick"])
+    second = api.evaluate(task, _candidate(tmp_path, 2), sets=["quick"])
+    assert first.verdict == second.verdict == "pass"
+    [left] = [e for e in _log(stand_in) if e["event"] == "left" and e["pid"] == first.device["pid"]]
+    assert second.device["spawned"] > left["at"]
+
+
+def test_a_retired_worker_that_does_not_leave_is_killed() -> None:
+    retiring = RetiringWorkers(exit_limit_s=0.2)
+    process = start_worker([sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ))
+    retiring.retire("7", process)
+    assert retiring.pending("7") == 1
+    retiring.wait("7")
+    assert process.returncode == -signal.SIGKILL
+    assert retiring.pending("7") == 0

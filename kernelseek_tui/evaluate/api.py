@@ -42,6 +42,7 @@ from kernelseek_tui.evaluate.result import (
     ScenarioResult,
     geomean,
 )
+from kernelseek_tui.evaluate.retiring import RetiringWorkers
 from kernelseek_tui.evaluate.sandbox_host import SandboxError, host_executable
 from kernelseek_tui.evaluate.spare import (
     STANDBY_GRACE_S,
@@ -58,14 +59,15 @@ Progress = Callable[[str, int, int], None]  # (message, done, total)
 # The milestones of ``EvalResult.timeline``, in the order an evaluation reaches them: the
 # builds done; the request handed to a worker (a spare, or one started now); its device line
 # (its CUDA context held); its first scenario begun; its last scenario's result in; the worker
-# gone; the GPU's other processes looked at again (timed evaluations); the result complete.
+# released (it said "done" and its exit is left to a reaper, or it is gone: killed, crashed);
+# the GPU's other processes looked at again (timed evaluations); the result complete.
 TIMELINE = (
     "built",
     "worker_asked",
     "device",
     "first_scenario",
     "last_scenario",
-    "worker_exited",
+    "worker_released",
     "sharing_checked",
     "finished",
 )
@@ -74,6 +76,8 @@ DEFAULT_STALL_TIMEOUT_S = 180.0
 WORKER_COMMAND = [sys.executable, "-m", "kernelseek_tui.evaluate.worker"]
 # Workers started ahead of the evaluations that will use them (``prestart_next``).
 SPARES = SpareWorkers()
+# Workers that said "done" and are still exiting (``evaluate.retiring``).
+RETIRING = RetiringWorkers()
 __all__ = ["PairedKernel", "evaluate", "plan_scenarios", "worker_command"]
 
 
@@ -364,6 +368,9 @@ def _run_worker(
     ``started``: the evaluation's start (time.monotonic()), for ``result.timeline``."""
     env = _worker_env(device)
     key = SpareKey(env.get("CUDA_VISIBLE_DEVICES"), request["task_dir"], tuple(command))
+    # The previous evaluation's worker on this GPU, if still exiting, is gone before this one
+    # asks a worker for anything: no two evaluations' workers overlap on the GPU.
+    RETIRING.wait(key.visible_devices)
     # A spare, when one is ready, has done its set-up already; it has judged nothing.
     process = SPARES.take(key) or start_worker(command, env)
     stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
@@ -440,20 +447,31 @@ def _run_worker(
                 fatal = message
             elif kind == "done":
                 finished = True
+        if finished:
+            break
     selector.close()
     if stopped_for is not None:
         kill_worker(process)
-    process.wait()
-    drain.join(timeout=2)
-    sender.join(timeout=2)
-    _mark(result, "worker_exited", started)
+
+    # Results all in: the worker's exit (its CUDA context torn down, ~0.5 s) is reaped off this
+    # path; the next evaluation on this GPU waits for it. Any other end is waited for here, as
+    # its return code and stderr name what happened.
+    retired = finished and fatal is None and stopped_for is None
+    if retired:
+        RETIRING.retire(key.visible_devices, process)
+    else:
+        process.wait()
+        drain.join(timeout=2)
+        sender.join(timeout=2)
+    _mark(result, "worker_released", started)
     if sharing is not None:
         later = check_sharing(result.device.get("uuid"), must_see_ours=False) or []
         seen = {p.pid: p for p in [*sharing, *later]}
         result.other_gpu_processes = [p.describe() for p in seen.values()]
         _mark(result, "sharing_checked", started)
     if prestart_next:
-        # Only now: a worker readying its GPU beside one being timed would disturb the timing.
+        # Only now, with nothing of this evaluation left to time: a worker readying its GPU
+        # beside one being timed would disturb the timing (beside one exiting, it does not).
         SPARES.prestart(key, lambda: start_worker(command, env))
 
     scenario_name, phase = current
