@@ -54,74 +54,7 @@ set -e
 echo "== engine exit status $rc after $(( $(date +%s) - started )) s"
 
 echo
-echo "== trace summary"
-"$PY" - "$TRACES/$SESSION" <<'PY'
-import collections
-import json
-import sys
-from pathlib import Path
-
-from kernelseek_tui.trace.reader import read_session, table_to_events
-
-events = table_to_events(read_session(Path(sys.argv[1])))
-seqs = [e.seq for e in events]
-print(f"{len(events)} events; seq 0..{seqs[-1]}; contiguous: {seqs == list(range(len(seqs)))}")
-for kind, count in sorted(collections.Counter(e.kind for e in events).items()):
-    print(f"  {kind:12s} {count}")
-calls = {e.event_id: e for e in events if e.kind == "tool_call"}
-results = {e.tool_call_id: e for e in events if e.kind == "tool_result"}
-print("evaluations: knobs -> verdict passed/total, speedup, vs fa3, seconds (tool call)")
-for e in events:
-    if e.kind != "eval":
-        continue
-    call = calls.get(e.parent_event_id)
-    knobs = call.tool_input_dict().get("knobs") if call else None
-    result = results.get(call.tool_call_id) if call else None
-    seconds = f"{result.duration_ms / 1000:.1f}" if result and result.duration_ms else "?"
-    speed = "n/a" if e.speedup is None else f"{e.speedup:.3f}x"
-    fa3 = "n/a" if e.vs_fa3 is None else f"{e.vs_fa3:.3f}x"
-    print(f"  [{e.seq}] {json.dumps(knobs)} -> {e.verdict} {e.scenarios_passed}/"
-          f"{e.scenarios_total}, speedup {speed}, vs fa3 {fa3}, {seconds} s")
-    attrs = e.attrs_dict()
-    for reason in attrs.get("reasons", [])[:3]:
-        print(f"        {reason}")
-    peers = (attrs.get("summary") or {}).get("absent_peers") or {}
-    if peers:
-        print(f"        peers absent: {peers}")
-for e in events:
-    if e.kind == "commit":
-        print(f"  commit {e.git_sha[:10]} {e.text}")
-    elif e.kind == "error":
-        print(f"  error [{e.seq}]: {(e.text or '').strip().splitlines()[-1][:300]}")
-print("end:", events[-1].text)
-PY
-
-echo
-echo "== git log $BRANCH (first parent, with trailers)"
-git -C "$REPO" log --first-parent --format='%h %s%n%(trailers:only,unfold)' "$BRANCH"
-echo "== notes (evaluation summaries) under refs/notes/kernelseek"
-"$PY" - "$REPO" "$BRANCH" <<'PY'
-import json
-import subprocess
-import sys
-
-repo, branch = sys.argv[1], sys.argv[2]
-
-
-def git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
-
-
-for sha in git("rev-list", "--first-parent", branch).stdout.split():
-    note = git("notes", "--ref=refs/notes/kernelseek", "show", sha)
-    if note.returncode != 0:
-        continue
-    data = json.loads(note.stdout)
-    s = data["summary"]
-    print(f"{sha[:10]} {data['verdict']} {s['passed']}/{s['total']} speedup "
-          f"{s['geomean_speedup']} peers {s.get('vs_peers')} baseline {s.get('baseline_timing')} "
-          f"device {data.get('device', {}).get('name')}")
-PY
+"$PY" "$ROOT/scripts/session_summary.py" "$TRACES" "$SESSION" "$REPO" "$BRANCH"
 echo "== knobs.json at the tip of $BRANCH"
 git -C "$REPO" show "$BRANCH:kernels/flash_fwd/knobs.json" 2>/dev/null || echo "(none: no improvement was committed)"
 echo "== kernelseek ls"

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The demo's real session, recorded on the GPU box: this project's own climb of the Hopper kernel
+# replayed from its git history. A clone of the history (a bundle made here: the GPU box gets
+# the working tree without .git), then `kernelseek run --agent replay --replay-history sm90.cu`
+# on its kernels/flash_fwd: a session that starts from baseline.cu, writes each `sm90 vN:` commit
+# of sm90.cu into the session's kernel and judges it on the whole objective with FA3 and cuDNN,
+# oldest first, and asks each question kernels/flash_fwd/NOTES.md records as drawn where it was
+# drawn. Every evaluation in it is real; it replays recorded work, it is not a model at work.
+#
+# Here:   git bundle create .history.bundle HEAD          (ignored by git: carry it)
+# There:  source scripts/gpu_env.sh; OUT=/some/dir scripts/gpu_history_session.sh
+#
+# A device call may last 10 minutes and the replay takes longer, so the session is sent SIGTERM
+# after STOP_AFTER_S seconds (default 450) and stops after the evaluation under way. Call the
+# script again on the same machine and it resumes the session it keeps under .gpu-history/
+# (ignored by git), skipping every step already taken; a fresh machine starts over. Each call
+# writes $OUT: summary.txt (everything printed), session-dir.tar.gz (the trace directory) and
+# session.bundle (the session branch and its notes: `git clone session.bundle`).
+# Settings (environment): OUT (default ./gpu-history-out), STOP_AFTER_S, BUNDLE (default
+# .history.bundle), DEVICE (GPU index), PY (default python3), KS_RUN_ARGS (more `run` arguments,
+# on the first call only).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PY:-python3}
+OUT=${OUT:-$PWD/gpu-history-out}
+STOP_AFTER_S=${STOP_AFTER_S:-450}
+BUNDLE=${BUNDLE:-$ROOT/.history.bundle}
+WORK=$ROOT/.gpu-history
+REPO=$WORK/repo
+TRACES=$WORK/traces
+mkdir -p "$OUT" "$WORK"
+exec > >(tee "$OUT/summary.txt") 2>&1
+
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+unset ANTHROPIC_API_KEY
+
+if [ ! -d "$REPO/.git" ]; then
+  [ -f "$BUNDLE" ] || { echo "no history bundle at $BUNDLE (make it with: git bundle create .history.bundle HEAD)"; exit 2; }
+  git -c advice.detachedHead=false clone -q "$BUNDLE" "$REPO"
+  git -C "$REPO" rev-parse HEAD > "$WORK/base"
+  git -C "$REPO" config user.name kernelseek
+  git -C "$REPO" config user.email kernelseek@localhost
+  echo "climb-$(date -u +%Y%m%d-%H%M%S)" > "$WORK/session-id"
+fi
+SESSION=$(cat "$WORK/session-id")
+BRANCH=kernelseek/$SESSION
+echo "== history $(git -C "$REPO" log -1 --format='%h %cs %s' | cut -c1-100)"
+echo "== versions: $(git -C "$REPO" log --reverse --format=%s -- kernels/flash_fwd/sm90.cu \
+  | grep -oE '^sm90 v[0-9]+(-v[0-9]+)?' | cut -d' ' -f2 | tr '\n' ' ')"
+nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null || true
+
+if [ -d "$TRACES/$SESSION" ]; then
+  echo "== resuming session $SESSION"
+  args=(run --resume "$SESSION" --traces "$TRACES")
+else
+  echo "== session $SESSION: the climb from baseline.cu, replayed"
+  args=(run "$REPO/kernels/flash_fwd" --agent replay --replay-history sm90.cu
+        --traces "$TRACES" --session-id "$SESSION" --eval-timeout 600)
+  [ -n "${DEVICE:-}" ] && args+=(--device "$DEVICE")
+  # shellcheck disable=SC2206  # KS_RUN_ARGS: more arguments, word-split on purpose
+  [ -n "${KS_RUN_ARGS:-}" ] && args+=(${KS_RUN_ARGS})
+fi
+started=$(date +%s)
+set +e
+# SIGTERM asks the session to stop at its next checkpoint; KILL only if it does not.
+timeout -s TERM -k 240 "$STOP_AFTER_S" "$PY" -m kernelseek_tui "${args[@]}"
+rc=$?
+set -e
+echo "== engine exit status $rc after $(( $(date +%s) - started )) s" \
+  "$([ "$rc" = 124 ] && echo '(stopped for this call: run the script again to resume)')"
+
+echo
+"$PY" "$ROOT/scripts/session_summary.py" "$TRACES" "$SESSION" "$REPO" "$(cat "$WORK/base")..$BRANCH"
+
+refs=("$BRANCH")
+git -C "$REPO" show-ref --verify --quiet refs/notes/kernelseek && refs+=(refs/notes/kernelseek)
+git -C "$REPO" bundle create -q "$OUT/session.bundle" "${refs[@]}" 2>/dev/null \
+  || git -C "$REPO" bundle create "$OUT/session.bundle" "${refs[@]}"
+tar -C "$TRACES" -czf "$OUT/session-dir.tar.gz" "$SESSION"
+echo "== wrote $OUT: summary.txt session-dir.tar.gz session.bundle"
+exit "$rc"
