@@ -196,6 +196,19 @@ def test_a_replayed_history_session_judges_each_version_and_asks_the_questions(
     facts = session_facts(tmp_path / "tr" / "climb", [])
     assert facts.caveat is not None
     assert "a replay of kernels/flash_fwd/sm90.cu's git history" in facts.caveat
+    # What the GPU box's script prints of it (scripts/session_summary.py): each version judged,
+    # each question where it came, the session's own commits only.
+    summary = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "session_summary.py"), str(tmp_path / "tr"),
+         "climb", str(history["root"]), "HEAD..kernelseek/climb"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert summary.returncode == 0, summary.stderr
+    judged = [line.split("] ", 1)[1].split(" (")[0] for line in summary.stdout.splitlines()
+              if " -> pass " in line]  # fmt: skip
+    assert judged == ["v1", "v2", "v3-v4"]
+    assert "question measured-or-assumed (repertoire, plateau)" in summary.stdout
+    assert "sm90 v1: the first" not in summary.stdout  # the history's commits are not listed
 
 
 def test_a_history_that_cannot_be_replayed_is_refused_before_the_session(
