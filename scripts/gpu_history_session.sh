@@ -13,7 +13,9 @@
 # A device call may last 10 minutes and the replay takes longer, so the session is sent SIGTERM
 # after STOP_AFTER_S seconds (default 450) and stops after the evaluation under way. Call the
 # script again on the same machine and it resumes the session it keeps under .gpu-history/
-# (ignored by git), skipping every step already taken; a fresh machine starts over. Each call
+# (ignored by git; through the device tool, carry .history.bundle but never .gpu-history, which
+# a carry from here would remove there), skipping every step already taken; a fresh machine
+# starts over. Each call
 # writes $OUT: summary.txt (everything printed), session-dir.tar.gz (the trace directory) and
 # session.bundle (the session branch and its notes: `git clone session.bundle`).
 # Settings (environment): OUT (default ./gpu-history-out), STOP_AFTER_S, BUNDLE (default
