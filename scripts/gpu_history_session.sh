@@ -15,9 +15,9 @@
 # script again on the same machine and it resumes the session it keeps under .gpu-history/
 # (ignored by git; through the device tool, carry .history.bundle but never .gpu-history, which
 # a carry from here would remove there), skipping every step already taken; a fresh machine
-# starts over. Each call
-# writes $OUT: summary.txt (everything printed), session-dir.tar.gz (the trace directory) and
-# session.bundle (the session branch and its notes: `git clone session.bundle`).
+# starts over. Each call writes $OUT: summary.txt (everything printed), session-dir.tar.gz (the
+# trace directory) and session.bundle (the session branch and its notes: `git clone
+# session.bundle`).
 # Settings (environment): OUT (default ./gpu-history-out), STOP_AFTER_S, BUNDLE (default
 # .history.bundle), DEVICE (GPU index), PY (default python3), KS_RUN_ARGS (more `run` arguments,
 # on the first call only).
