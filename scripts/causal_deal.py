@@ -14,7 +14,7 @@ ideal (all the work spread evenly on every SM), for
   and V of a group about 32 MiB), and, for comparison, with groups of one grid's worth of query
   blocks (`sms // m_blocks` heads, the static deal's).
 
-    python3 scripts/causal_deal.py [--sms 132]
+    python3 scripts/causal_deal.py [--sms 132] [--group-mib 32]
 
 The bench set's causal shapes: batch 16384 / seqlen, heads 2048 / headdim, as FA3's benchmark.
 """
@@ -57,12 +57,15 @@ def dynamic_deal(sms: int, m_blocks: int, heads: int, per_group: int, cost) -> f
     return max(loads)
 
 
-GROUP_BYTES = 32 << 20  # sm90.cu's kDynamicGroupBytes
+GROUP_MIB = 32  # sm90.cu's SM90_DYNAMIC_GROUP_MIB default
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sms", type=int, default=132)
+    parser.add_argument(
+        "--group-mib", type=int, default=GROUP_MIB, help="the dynamic deal's SM90_DYNAMIC_GROUP_MIB"
+    )
     args = parser.parse_args()
     sms = args.sms
     print("shape            m_blocks heads  whole groups  all SMs, static  dynamic  "
@@ -88,7 +91,8 @@ def main() -> int:
                 everywhere = f"{spread:.3f}"
             else:
                 grouped = everywhere = "(per tile)"
-            by_bytes = max(1, min(heads, GROUP_BYTES // (2 * seqlen * headdim * 2)))
+            group_bytes = args.group_mib << 20
+            by_bytes = max(1, min(heads, group_bytes // (2 * seqlen * headdim * 2)))
             dynamic = dynamic_deal(sms, m_blocks, heads, by_bytes, cost) / ideal
             one_grid = dynamic_deal(sms, m_blocks, heads, max(1, per_group), cost) / ideal
             print(f"d{headdim} causal {seqlen:>5}  {m_blocks:8d} {heads:5d}  {grouped:>12}"

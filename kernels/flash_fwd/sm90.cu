@@ -219,6 +219,14 @@ constexpr bool kCausalPersistent = kPersistent && SM90_CAUSAL_PERSISTENT != 0;
 // its consumers asked setmaxnreg for more registers than its producer gave back (kConsumerRegs
 // in the kernel). Fixed on the CPU (tests/test_sm90_sass.py reads the SASS), not yet run.
 constexpr bool kDynamicCausal = SM90_DYNAMIC_CAUSAL != 0;
+#ifndef SM90_DYNAMIC_GROUP_MIB
+// With SM90_DYNAMIC_CAUSAL: the MiB of K and V a head group of its order holds (grid_for). 32,
+// FA3's size, spreads the tiles running at once over 4x the heads of the static deal's groups
+// at d128 causal 1k (64 heads, 32 MiB of K and V, more than one half of the H100's L2): one
+// suspect of the dynamic scheduler's loss (v30d, -5.8% at d128 causal); 8 and 2 test it.
+#define SM90_DYNAMIC_GROUP_MIB 32
+#endif
+static_assert(SM90_DYNAMIC_GROUP_MIB >= 1, "SM90_DYNAMIC_GROUP_MIB: at least 1");
 #ifndef SM90_PERSISTENT_MAX_KEY_TILES
 #define SM90_PERSISTENT_MAX_KEY_TILES 0
 #endif
@@ -1403,8 +1411,8 @@ bool encode_map(CUtensorMap* map, void* data, int headdim, int heads, int seqlen
 struct Grid {
     int ctas, causal_group;
 };
-// The dynamic scheduler's head groups hold about this much K and V (FA3 sizes its groups so).
-constexpr long long kDynamicGroupBytes = 32ll << 20;
+// The dynamic scheduler's head groups hold about this much K and V (SM90_DYNAMIC_GROUP_MIB).
+constexpr long long kDynamicGroupBytes = static_cast<long long>(SM90_DYNAMIC_GROUP_MIB) << 20;
 
 Grid grid_for(int tiles, int m_blocks, int key_tiles, bool causal, long long kv_head_bytes) {
     const Grid per_tile{tiles, 1};
