@@ -15,9 +15,9 @@
 # script again on the same machine and it resumes the session it keeps under .gpu-history/
 # (ignored by git; through the device tool, carry .history.bundle but never .gpu-history, which
 # a carry from here would remove there), skipping every step already taken; a fresh machine
-# starts over. Each call writes $OUT: summary.txt (everything printed), session-dir.tar.gz (the
-# trace directory) and session.bundle (the session branch and its notes: `git clone
-# session.bundle`).
+# starts over. Each call writes $OUT: summary.txt (everything printed) and recorded.tar.gz (the
+# session as the demo ships it: `<id>/`, its trace directory, and `<id>.bundle`, its branch and
+# notes; unpack it into kernelseek_tui/shipped/demo/).
 # Settings (environment): OUT (default ./gpu-history-out), STOP_AFTER_S, BUNDLE (default
 # .history.bundle), DEVICE (GPU index), PY (default python3), KS_RUN_ARGS (more `run` arguments,
 # on the first call only).
@@ -76,10 +76,13 @@ echo "== engine exit status $rc after $(( $(date +%s) - started )) s" \
 echo
 "$PY" "$ROOT/scripts/session_summary.py" "$TRACES" "$SESSION" "$REPO" "$(cat "$WORK/base")..$BRANCH"
 
-refs=("$BRANCH")
-git -C "$REPO" show-ref --verify --quiet refs/notes/kernelseek && refs+=(refs/notes/kernelseek)
-git -C "$REPO" bundle create -q "$OUT/session.bundle" "${refs[@]}" 2>/dev/null \
-  || git -C "$REPO" bundle create "$OUT/session.bundle" "${refs[@]}"
-tar -C "$TRACES" -czf "$OUT/session-dir.tar.gz" "$SESSION"
-echo "== wrote $OUT: summary.txt session-dir.tar.gz session.bundle"
+# Packed as the app's recorded sessions are (browse/unpack.py's pack_session: the trace
+# directory and a bundle of the branch and its notes), ready for kernelseek_tui/shipped/demo.
+rm -rf "$WORK/packed"
+mkdir -p "$WORK/packed"
+"$PY" -c 'import sys; from pathlib import Path
+from kernelseek_tui.browse.unpack import pack_session
+pack_session(Path(sys.argv[1]), Path(sys.argv[2]))' "$TRACES/$SESSION" "$WORK/packed"
+tar -C "$WORK/packed" -czf "$OUT/recorded.tar.gz" .
+echo "== wrote $OUT: summary.txt recorded.tar.gz ($SESSION/ and $SESSION.bundle, as the demo ships them)"
 exit "$rc"
