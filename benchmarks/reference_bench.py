@@ -8,7 +8,9 @@ float32, with the low-precision variant): the median of a few calls, and the sam
 low-precision variant; beside them a floor from FLOPs alone, the reference's matmuls (two, three
 with the variant, over the score entries it computes) at the float32 matmul rate this GPU gives
 CuPy on a large square product (measured here first). What is left above that floor is the
-elementwise work over the score matrix, and launch and Python time.
+elementwise work over the score matrix, and launch and Python time. First, the bf16 rounding of
+the low-precision variant as one fused kernel (round_to on CuPy) against the array operations
+it replaced.
 
     python3 benchmarks/reference_bench.py [--set quick] [--calls 3]
 """
@@ -27,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernelseek_tui.evaluate.comparators import load_module  # noqa: E402
-from kernelseek_tui.evaluate.dtypes import round_to  # noqa: E402
+from kernelseek_tui.evaluate.dtypes import from_float32, round_to, to_float32  # noqa: E402
 from kernelseek_tui.task import load_task  # noqa: E402
 
 TASK_DIR = ROOT / "kernels" / "flash_fwd"
@@ -54,6 +56,16 @@ def matmul_rate(cp: Any) -> float:
     return 2.0 * n**3 / seconds(cp, lambda: cp.matmul(a, b), 5)
 
 
+def rounding_seconds(cp: Any, dtype: str, calls: int) -> tuple[float, float]:
+    """The low-precision variant rounds every probability to ``dtype``: the fused kernel
+    round_to uses on CuPy against the composite of array operations it replaced (the same
+    bits), on 1 GiB of float32."""
+    probs = cp.random.random_sample(1 << 28, dtype=cp.float32)
+    composite = seconds(cp, lambda: to_float32(cp, from_float32(cp, probs, dtype), dtype), calls)
+    fused = seconds(cp, lambda: round_to(cp, probs, dtype), calls)
+    return composite, fused
+
+
 def score_entries(module: Any, fields: dict[str, int]) -> int:
     """The score entries the reference computes (its own blocks of query rows, each over the
     keys it sees), over every batch and head."""
@@ -76,6 +88,11 @@ def main() -> int:
     rate = matmul_rate(cp)
     device = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode()
     print(f"device: {device}; float32 matmul through CuPy: {rate / 1e12:.1f} TFLOP/s")
+    composite, fused = rounding_seconds(cp, lowp_dtype, args.calls)
+    print(
+        f"rounding 1 GiB of float32 to {lowp_dtype} and back: {composite * 1e3:.1f} ms as array "
+        f"operations, {fused * 1e3:.1f} ms fused (as round_to now does)"
+    )
     print("| scenario | ms, as judged | ms, without lowp | matmul floor ms | above the floor |")
     print("|---|---|---|---|---|")
     total = {"judged": 0.0, "plain": 0.0, "floor": 0.0}

@@ -7,6 +7,7 @@ convert them to float32 exactly and round float32 back to bf16 the way the hardw
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 STORAGE = {
@@ -50,7 +51,34 @@ def round_to(xp: Any, values: Any, dtype: str) -> Any:
     """float32 values rounded to ``dtype`` and back: what storing them in it would keep."""
     if dtype == "float32":
         return values
+    fused = _bf16_rounding_kernel(xp) if dtype == "bfloat16" else None
+    if fused is not None:
+        return fused(xp.asarray(values, dtype=xp.float32))
     return to_float32(xp, from_float32(xp, values, dtype), dtype)
+
+
+@functools.cache
+def _bf16_rounding_kernel(xp: Any) -> Any:
+    """On CuPy, ``round_to(.., "bfloat16")`` as one elementwise kernel: the same bits as
+    from_float32 then to_float32 (ties to even, NaN to 0x7FC0), in one pass over the array
+    instead of about eleven, where the judge's reference rounds every probability of its
+    low-precision variant (tests/test_dtypes_gpu.py holds it to the composite bit for bit).
+    None elsewhere (numpy): the composite is used."""
+    kernel = getattr(xp, "ElementwiseKernel", None)
+    if kernel is None:
+        return None
+    return kernel(
+        "float32 x",
+        "float32 y",
+        """
+        const unsigned int bits = __float_as_uint(x);
+        const unsigned int top = (bits & 0x7FFFFFFFu) > 0x7F800000u
+            ? 0x7FC0u
+            : (bits + (0x7FFFu + ((bits >> 16) & 1u))) >> 16;
+        y = __uint_as_float(top << 16);
+        """,
+        "kernelseek_round_to_bf16",
+    )
 
 
 def unit_in_last_place(xp: Any, magnitude: Any, dtype: str) -> Any:
