@@ -54,14 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="time another kernel (its knobs.json beside it, if any) sample by sample beside the "
         "candidate on every timed scenario and print the candidate's speedup over it with its "
-        "spread, measured in the same run (not yet run on a GPU, see docs/RELIABILITY.md)",
+        "spread, measured in the same run (GPU-tested: docs/RELIABILITY.md)",
     )
     parser.add_argument(
         "--isolation",
         choices=["in-process", "process"],
         help="where the kernels run while judged: loaded into the judge's worker, or each in a "
         "process of its own that holds nothing of the judge's (default: the task's isolation; "
-        "'process' has not yet run on a GPU, see docs/RELIABILITY.md)",
+        "'process' passed its GPU tests but adds a hand-over to every timed call and stays off "
+        "by default: docs/RELIABILITY.md)",
     )
     parser.add_argument("--timeout", type=float, metavar="S", help="overall time limit")
     parser.add_argument(

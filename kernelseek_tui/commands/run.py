@@ -214,8 +214,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="time each objective evaluation sample by sample against the best so far and count "
         "a new best only when that paired gain beats its spread, measured in the same run "
-        "(one evaluation at a time: not with --gpus; not yet run on a GPU, see "
-        "docs/RELIABILITY.md)",
+        "(one evaluation at a time: not with --gpus; the judge's paired timing is GPU-tested, a "
+        "session using it has not yet run on a GPU: docs/RELIABILITY.md)",
     )
     judge.add_argument(
         "--eval-timeout",
