@@ -158,9 +158,13 @@ def main() -> int:
                 out.write_text(json.dumps(record, indent=2))
                 return 1
             runs[isolation].append(result)
+    # The longest tail of each shape's runs beside its limit, on a pass too: whether an
+    # isolated tail sits far below the limit or near it tells a rare stall of `settle`'s round
+    # trip from work that outlives the stream (docs/RELIABILITY.md).
     print(
         "\n| shape | ms in-process | ms isolated | isolated / in-process "
-        "| x FA3 in-process | x FA3 isolated |\n|---|---|---|---|---|---|"
+        "| x FA3 in-process | x FA3 isolated | longest tail in-process / isolated (ms) "
+        "| tail limit (ms) |\n|---|---|---|---|---|---|---|---|"
     )
     table = []
     for i, scenario in enumerate(runs["in-process"][0].scenarios):
@@ -173,13 +177,20 @@ def main() -> int:
                 if "fa3" in r.scenarios[i].peers and r.scenarios[i].peers["fa3"].ms
             ]
             fa3[k] = statistics.median(ratios) if ratios else None
-        row = {"shape": scenario.name, "ms": ms, "x_fa3": fa3}
+        tails = {
+            k: max((r.scenarios[i].tail_ms for r in v if r.scenarios[i].tail_ms is not None),
+                   default=None)
+            for k, v in runs.items()
+        }  # fmt: skip
+        limit = scenario.tail_limit_ms
+        row = {"shape": scenario.name, "ms": ms, "x_fa3": fa3, "tail_ms": tails, "limit": limit}
         table.append(row)
 
         print(
             f"| {scenario.name} | {ms['in-process']:.4f} | {ms['process']:.4f} | "
             f"{ms['process'] / ms['in-process']:.3f} | {fmt(fa3['in-process'])} | "
-            f"{fmt(fa3['process'])} |"
+            f"{fmt(fa3['process'])} | {fmt(tails['in-process'])} / {fmt(tails['process'])} | "
+            f"{fmt(limit)} |"
         )
     record["shapes"] = table
     out.write_text(json.dumps(record, indent=2))
