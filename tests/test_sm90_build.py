@@ -52,6 +52,7 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         {"SM90_SPLIT_MASKED_LOOP": 2},
         {"SM90_STALE_MAX": 0},
         {"SM90_STALE_MAX": 1, "SM90_STALE_MIN_KEYS": 0},
+        {"SM90_CROSS_TILE": 1},
     ],
     ids=[
         "defaults",
@@ -71,6 +72,7 @@ def ptxas_report(tmp_path: Path, defines: dict[str, int]) -> str:
         "split-loop-but-d256",
         "exact-maximum-everywhere",
         "stale-maximum-at-every-head-dim",
+        "next-tile-first-s-in-the-last-turn",
     ],
 )
 def test_ptxas_keeps_the_wgmmas_asynchronous_and_spills_nothing(tmp_path, defines) -> None:

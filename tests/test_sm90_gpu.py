@@ -42,3 +42,15 @@ def test_sm90_with_the_dynamic_scheduler_passes_all_182(task, tmp_path) -> None:
     result = evaluate(task, source, sets=["correctness"], random_count=0, compare=False)
     assert result.verdict == "pass", result.reasons
     assert result.summary.passed == result.summary.total == 182
+
+
+def test_sm90_with_the_next_tiles_first_s_in_the_last_turn_passes_all_182(task, tmp_path) -> None:
+    """SM90_CROSS_TILE (off by default, built 2026-12-05 on the CPU): a tile's last P V and the
+    next tile's first S in one turn, the epilogue after it. The grid has the cases its choice
+    turns on: causal tiles whose consumers skip key tiles, seqlen_q > seqlen_k (rows that see
+    no key), ragged last tiles, one work tile per CTA and many."""
+    source = tmp_path / "sm90_cross.cu"
+    source.write_text("#define SM90_CROSS_TILE 1\n" + SM90.read_text())
+    result = evaluate(task, source, sets=["correctness"], random_count=12, compare=False)
+    assert result.verdict == "pass", result.reasons
+    assert result.summary.passed == result.summary.total == 194

@@ -336,3 +336,24 @@ def test_every_head_dim_can_take_the_stale_step(tmp_path: Path) -> None:
         assert sum("MUFU.EX2" in t for t in loop) == key[1] // 2, key
         assert not any("FMNMX" in t for t in stale_step(instructions)), key
         assert len(loop) < len(first_steady_loop(exact[key])), key
+
+
+@pytest.mark.parametrize("stale", [False, True], ids=["exact", "stale"])
+def test_the_next_tile_s_first_softmax_runs_under_the_last_p_v(tmp_path: Path, stale) -> None:
+    """SM90_CROSS_TILE=1 (built 2026-12-05, not yet run on a GPU): where it applies (two Q
+    buffers: d64, and d128's 128-key tiles) the build has a third wait for an S alone, in the
+    turn that issues a tile's last P V with the next tile's first S, and that S's softmax runs
+    before the wait for the P V, as a steady step's does (ptxas hoists the wait above the
+    exponentials unless a branch ends their block: sm90.cu releases K there). Most of them
+    under it: 58 of 64 at d128 (CUDA 13.0). Not d64's exact three-consumer kernel, which the
+    default launch never uses (d64 takes the stale kernels from 0 keys): there ptxas puts the
+    wait first. The kernels it does not apply to keep their two steady loops."""
+    kernels = sass_by_kernel(tmp_path, {"SM90_CROSS_TILE": 1}, stale=stale)
+    assert kernels
+    for (headdim, block_n, consumers), instructions in kernels.items():
+        each = exponentials_under_pv_per_loop(instructions)
+        applies = headdim == 64 or block_n == 128
+        assert len(each) == (3 if applies else 2), ((headdim, block_n), each)
+        assert min(each[:2]) >= block_n // 2, ((headdim, block_n), each)
+        if applies and (stale or consumers == 2):
+            assert each[2] >= 3 * (block_n // 2) // 4, ((headdim, block_n, consumers), each)

@@ -299,6 +299,19 @@ static_assert(SM90_D128_NARROW_STAGES == 2 || SM90_D128_NARROW_STAGES == 3,
 #endif
 static_assert(SM90_Q_STAGES == 1 || SM90_Q_STAGES == 2, "SM90_Q_STAGES: 1 or 2");
 
+#ifndef SM90_CROSS_TILE
+// 1: each consumer issues the next work tile's first S in the turn of this tile's last P V,
+// runs that S's softmax while the P V is on the tensor cores, then this tile's epilogue; 0:
+// the first S and the last P V take a turn each, with half a step's GEMMs in it. Only in the
+// static deal and where Q has two buffers (d64, d128's 128-key tiles), and only at a tile
+// boundary where every consumer runs a key tile of both tiles (otherwise the two turns as
+// before), so every consumer takes as many turns. For short tiles: at d128 causal 1k a tile
+// has 4.5 key tiles on average, and its first and last turns are two of its 5.5 (NOTES, "A
+// lead for causal"). Built 2026-12-05 on the CPU (its SASS read, nothing run); not measured.
+#define SM90_CROSS_TILE 0
+#endif
+static_assert(SM90_CROSS_TILE == 0 || SM90_CROSS_TILE == 1, "SM90_CROSS_TILE: 0 or 1");
+
 template <int HEADDIM>
 constexpr int default_consumers() {
     return HEADDIM == 64 && SM90_D64_CONSUMERS != 2 ? 3 : 2;
@@ -973,6 +986,9 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
     // k_empty, v_empty. Q buffer b: its data at q_smem + b * kQBytes, its barriers at
     // q_full + 16 * b and q_empty + 16 * b, its slot at tile_slot + 8 * b.
     constexpr int QSTAGES = S::kQStages;
+    // The next tile's first S in this tile's last turn (SM90_CROSS_TILE): with the static
+    // deal, where the next tile is known ahead, and two Q buffers, where its Q is loaded ahead.
+    constexpr bool kCross = SM90_CROSS_TILE != 0 && !DYNAMIC && QSTAGES >= 2;
     const uint32_t q_full = base + S::kBarrierOffset;
     const uint32_t q_empty = q_full + 8;
     const uint32_t k_full = q_full + 16 * QSTAGES;
@@ -1141,6 +1157,9 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             }
         }
     }
+    // The tile this loop reaches next had its first S issued, and its softmax run, in the last
+    // turn of the tile before (kCross).
+    bool s0_ready = false;
     // No branch inside the tile loop may depend on the thread (only on the tile): ptxas keeps
     // the steady loop's addresses on the uniform datapath only in code it can prove converged,
     // and a thread-dependent branch in the loop cost v9 every uniform instruction of the
@@ -1186,17 +1205,23 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             else if (p.causal) n_wg = min(n_blocks, max(0, (rows_end + diag + BN - 1) / BN));
             n_wg = __shfl_sync(0xffffffffu, n_wg, 0);  // lane 0's: provably warp-uniform
         }
+        const bool s0_here = kCross && s0_ready;
+        s0_ready = false;
+        if (s0_here) {
+            ++q_loads;  // this tile's Q, read by its first S in the tile before's last turn
+        } else {
 #pragma unroll
-        for (int i = 0; i < HEADDIM / 2; ++i) o[i] = 0.f;
-        row_max[0] = row_max[1] = -INFINITY;
-        row_sum[0] = row_sum[1] = 0.f;
+            for (int i = 0; i < HEADDIM / 2; ++i) o[i] = 0.f;
+            row_max[0] = row_max[1] = -INFINITY;
+            row_sum[0] = row_sum[1] = 0.f;
+        }
 
         // Tile 0: S, softmax, P. Then each step j issues S_j and P_{j-1} V_{j-1} together and
         // runs the softmax of S_j while P V is still on the tensor cores; a last step finishes
         // P V. The three phases are separate straight-line code: a wgmma under a branch makes
         // ptxas serialise every wgmma of the kernel (C7520). A query tile that sees no key
         // (causal, seqlen_q > seqlen_k) runs none of them, nor takes any turn.
-        if (n_wg > 0) {
+        if (!s0_here && n_wg > 0) {
             // Dynamic: waited for above, before the slot was read.
             if (!dynamic) mbar_wait(q_full_t, (q_loads / QSTAGES) & 1);
             ++q_loads;
@@ -1309,6 +1334,142 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         } else {
             for (int j = 1; j < n_wg; ++j) step(j, MaskKind<kMaskAtRunTime>{});
         }
+        // Epilogue: normalise and store O straight from registers (bf16 pairs; rows past
+        // seqlen_q dropped), so that Q's buffer is free for the next tile's load already. With
+        // the row maxima and the quad's partial sums of this tile (kCross keeps them aside while
+        // the next tile's first softmax runs).
+        auto store_tile = [&](float (&tile_max)[2], float (&tile_sum)[2]) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                tile_sum[r] += __shfl_xor_sync(0xffffffffu, tile_sum[r], 1);
+                tile_sum[r] += __shfl_xor_sync(0xffffffffu, tile_sum[r], 2);
+            }
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = row0 + 8 * r;
+                const float inv = tile_sum[r] > 0.f ? 1.f / tile_sum[r] : 0.f;
+                __nv_bfloat16* out_row =
+                    p.out + ((static_cast<size_t>(tile.batch) * p.seqlen_q + row) * p.nheads +
+                             tile.head) * HEADDIM;
+                uint32_t packed[HEADDIM / 8];
+#pragma unroll
+                for (int i = 0; i < HEADDIM / 8; ++i)
+                    packed[i] = pack_bf16(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
+                // Every lane of the quad shuffles (the row is the quad's, so the bound is too).
+                store_row<HEADDIM>(out_row, packed, c, row < p.seqlen_q);
+                if (row >= p.seqlen_q) continue;
+                if (c == 0) {
+                    float* lse_row = p.lse + (static_cast<size_t>(tile.batch) * p.nheads +
+                                              tile.head) * p.seqlen_q;
+                    lse_row[row] = tile_sum[r] > 0.f
+                                       ? (tile_max[r] * sl2 + log2f(tile_sum[r])) * kLn2
+                                       : INFINITY;
+                }
+            }
+        };
+        // The key tiles consumer w runs of a tile at m0_t with n_blocks_t key tiles: all, or
+        // (kSkipUnseen) those its last row sees, as n_wg is counted above.
+        auto runs_of = [&](const int w, const int m0_t, const int n_blocks_t) {
+            if constexpr (!kSkipUnseen) return n_blocks_t;
+            const int rows_end = min(m0_t + w * 64 + 64, p.seqlen_q);
+            if (rows_end <= m0_t + w * 64) return 0;
+            if (!p.causal) return n_blocks_t;
+            return min(n_blocks_t, max(0, (rows_end + diag + BN - 1) / BN));
+        };
+        // kCross: the next tile, where every consumer runs a key tile of this one and of it (a
+        // choice that depends on the tiles alone, so every consumer makes it alike), and skips
+        // fewer of this one's key tiles than the ring has stages: a consumer takes its skipped
+        // tiles' turns before its last P V (below), so its last V is released only after them,
+        // and the producer reaches the next tile's first K only past STAGES positions after
+        // that V (a consumer skipping more would wait on its own release).
+        bool cross = false;
+        Tile next{};
+        int next_m0 = 0, next_blocks = 0;
+        if constexpr (kCross) {
+            const int next_index = tile_of_round(round + 1);
+            int fewest = n_blocks, most_skipped = 0;
+            for (int w = 0; w < kConsumers; ++w) {
+                const int runs = runs_of(w, m0, n_blocks);
+                fewest = min(fewest, runs);
+                most_skipped = max(most_skipped, n_blocks - runs);
+            }
+            if (next_index < tiles && fewest > 0 && most_skipped < STAGES) {
+                next = decode_tile(next_index, m_blocks, p.nheads, p.batch, p.causal,
+                                   p.causal_group);
+                next_m0 = next.m_block * kBlockM;
+                next_blocks = key_blocks<kBlockM, BN>(p, next_m0);
+                fewest = next_blocks;
+                for (int w = 0; w < kConsumers; ++w)
+                    fewest = min(fewest, runs_of(w, next_m0, next_blocks));
+                cross = fewest > 0;
+            }
+        }
+        if (kCross && cross) {
+            // The key tiles this consumer skips first (kSkipUnseen), with their turns and
+            // releases: the producer loads the next tile's first K only once they are free.
+            if constexpr (kSkipUnseen) {
+                for (int j = n_wg; j < n_blocks; ++j) {
+                    const int s = (kv + j) % STAGES;
+                    const uint32_t parity = ((kv + j) / STAGES) & 1;
+                    mbar_wait(k_full + 8 * s, parity);
+                    mbar_wait(v_full + 8 * s, parity);
+                    wait_turn(wg);
+                    pass_turn<kConsumers>(wg);
+                    __syncwarp();
+                    if (lane == 0) {
+                        mbar_arrive(k_empty + 8 * s);
+                        mbar_arrive(v_empty + 8 * s);
+                    }
+                }
+            }
+            const int s_last = (kv + n_wg - 1) % STAGES;
+            const uint32_t last_parity = ((kv + n_wg - 1) / STAGES) & 1;
+            kv += n_blocks;
+            // The next tile: its Q buffer (q_loads counts this tile's already), first K and
+            // this consumer's rows and key tiles in it.
+            const int next_qb = q_loads % QSTAGES;
+            const int s_next = kv % STAGES;
+            const int next_row0 = next_m0 + wg * 64 + warp * 16 + g;
+            const int next_crossing =
+                p.causal ? max(0, (next_m0 + wg * 64 + diag + 1) / BN) : next_blocks;
+            const int next_first_masked = min(first_ragged, next_crossing);
+            const int next_n_wg = __shfl_sync(0xffffffffu, runs_of(wg, next_m0, next_blocks), 0);
+            mbar_wait(v_full + 8 * s_last, last_parity);
+            mbar_wait(q_full + 16 * next_qb, (q_loads / QSTAGES) & 1);
+            mbar_wait(k_full + 8 * s_next, (kv / STAGES) & 1);
+            rescale<HEADDIM>(o, alpha);
+            wait_turn(wg);
+            wgmma_fence();
+            issue_s<HEADDIM, kBlockM, BN>(sc, q_wg0 + next_qb * S::kQBytes,
+                                          k_smem + s_next * S::kKVBytes);
+            wgmma_commit();
+            issue_pv<HEADDIM, BN>(o, pa, v_smem + s_last * S::kKVBytes);
+            wgmma_commit();
+            pass_turn<kConsumers>(wg);
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // the next S is done
+            fence_registers<BN / 2>(sc);
+            float kept_max[2] = {row_max[0], row_max[1]};
+            float kept_sum[2] = {row_sum[0], row_sum[1]};
+            row_max[0] = row_max[1] = -INFINITY;
+            row_sum[0] = row_sum[1] = 0.f;
+            if (0 >= next_first_masked)
+                mask_tile<BN>(sc, 0, next_row0, c, p.seqlen_k, p.causal, diag);
+            softmax_tile<BN>(sc, row_max, row_sum, sl2, alpha);  // under this tile's last P V
+            // The first K released only now, as step_tail does with kSoftmaxUnderPv: the branch
+            // ends the softmax's basic block, and ptxas keeps the wait for P V below it (with
+            // the release before the mask, the wait sat ahead of every exponential).
+            release_k(lane, k_empty + 8 * s_next, q_empty + 16 * next_qb, next_n_wg == 1);
+            wgmma_wait_all();
+            fence_registers<HEADDIM / 2>(o);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(v_empty + 8 * s_last);
+            to_operand<BN>(sc, pa);
+            store_tile(kept_max, kept_sum);
+#pragma unroll
+            for (int i = 0; i < HEADDIM / 2; ++i) o[i] = 0.f;
+            s0_ready = true;
+            continue;
+        }
         if (n_wg > 0) {
             const int s_last = (kv + n_wg - 1) % STAGES;
             mbar_wait(v_full + 8 * s_last, ((kv + n_wg - 1) / STAGES) & 1);
@@ -1350,35 +1511,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
             }
         }
         kv += n_blocks;
-
-        // Epilogue: normalise and store O straight from registers (bf16 pairs; rows past
-        // seqlen_q dropped), so that Q's buffer is free for the next tile's load already.
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-            row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-        }
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int row = row0 + 8 * r;
-            const float inv = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
-            __nv_bfloat16* out_row =
-                p.out + ((static_cast<size_t>(tile.batch) * p.seqlen_q + row) * p.nheads +
-                         tile.head) * HEADDIM;
-            uint32_t packed[HEADDIM / 8];
-#pragma unroll
-            for (int i = 0; i < HEADDIM / 8; ++i)
-                packed[i] = pack_bf16(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
-            // Every lane of the quad shuffles (the row is the quad's, so the bound is too).
-            store_row<HEADDIM>(out_row, packed, c, row < p.seqlen_q);
-            if (row >= p.seqlen_q) continue;
-            if (c == 0) {
-                float* lse_row =
-                    p.lse + (static_cast<size_t>(tile.batch) * p.nheads + tile.head) * p.seqlen_q;
-                lse_row[row] = row_sum[r] > 0.f ? (row_max[r] * sl2 + log2f(row_sum[r])) * kLn2
-                                                : INFINITY;
-            }
-        }
+        store_tile(row_max, row_sum);
     }
     if (wg == 0) wait_turn(wg);  // the last consumer's last hand-over
 }
