@@ -488,3 +488,20 @@ def test_a_retired_worker_that_does_not_leave_is_killed() -> None:
     retiring.wait("7")
     assert process.returncode == -signal.SIGKILL
     assert retiring.pending("7") == 0
+
+
+def test_a_program_that_ends_waits_for_its_retired_workers(tmp_path: Path) -> None:
+    """The reapers are daemon threads; at interpreter exit the retired workers are still
+    waited for (and one that overstays is killed), never left running."""
+    marker = tmp_path / "left"
+    program = textwrap.dedent(f"""
+        import sys, time
+        from kernelseek_tui.evaluate.retiring import RetiringWorkers
+        from kernelseek_tui.evaluate.spare import start_worker
+        retiring = RetiringWorkers(exit_limit_s=30)
+        code = "import time, pathlib; time.sleep(1); pathlib.Path({str(marker)!r}).touch()"
+        retiring.retire(None, start_worker([sys.executable, "-c", code], {{}}))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-c", program], env=env, check=True, timeout=60)
+    assert marker.exists()  # the program ended only once its worker had

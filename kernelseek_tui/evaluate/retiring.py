@@ -10,6 +10,7 @@ overlaps in an evaluation, as before.
 
 from __future__ import annotations
 
+import atexit
 import subprocess
 import threading
 
@@ -26,6 +27,10 @@ class RetiringWorkers:
         self.exit_limit_s = exit_limit_s
         self._reapers: dict[str | None, list[threading.Thread]] = {}
         self._lock = threading.Lock()
+        # The reapers are daemon threads: a program that ends right after its last evaluation
+        # (`kernelseek eval`) waits for them, so a worker stuck in its exit is still killed
+        # (after at most exit_limit_s) rather than left behind holding the GPU.
+        atexit.register(self.wait_all)
 
     def retire(self, device: str | None, process: subprocess.Popen[bytes]) -> None:
         """Reap ``process`` in the background."""
