@@ -122,6 +122,11 @@ def _wait_for(path: Path, found: Callable[[list[dict[str, Any]]], bool]) -> None
         time.sleep(0.05)
 
 
+def _left(path: Path, pid: int) -> list[dict[str, Any]]:
+    """The log's "left" line of worker ``pid`` (its last act before exiting), if written yet."""
+    return [e for e in _log(path) if e["event"] == "left" and e["pid"] == pid]
+
+
 def _candidate(tmp_path: Path, n: int) -> Path:
     source = tmp_path / f"candidate{n}.cu"
     source.write_text((TASK_DIR / "baseline.cu").read_text() + f"\n// candidate {n}\n")
@@ -462,10 +467,10 @@ def test_the_result_returns_before_the_worker_has_exited(
     assert {"event": "served", "pid": pid} in [
         {"event": e["event"], "pid": e["pid"]} for e in _log(stand_in)
     ]
-    assert not [e for e in _log(stand_in) if e["event"] == "left" and e["pid"] == pid]
+    assert not _left(stand_in, pid)
     assert "worker_released" in result.timeline
     api.RETIRING.wait_all()
-    assert [e for e in _log(stand_in) if e["event"] == "left" and e["pid"] == pid]
+    assert _left(stand_in, pid)
 
 
 def test_the_next_evaluation_on_the_gpu_starts_after_the_last_worker_has_left(
@@ -476,7 +481,7 @@ def test_the_next_evaluation_on_the_gpu_starts_after_the_last_worker_has_left(
     first = api.evaluate(task, _candidate(tmp_path, 1), sets=["quick"])
     second = api.evaluate(task, _candidate(tmp_path, 2), sets=["quick"])
     assert first.verdict == second.verdict == "pass"
-    [left] = [e for e in _log(stand_in) if e["event"] == "left" and e["pid"] == first.device["pid"]]
+    [left] = _left(stand_in, first.device["pid"])
     assert second.device["spawned"] > left["at"]
 
 

@@ -1334,6 +1334,24 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         } else {
             for (int j = 1; j < n_wg; ++j) step(j, MaskKind<kMaskAtRunTime>{});
         }
+        // The key tiles this consumer skips (kSkipUnseen), each with its turn and its releases
+        // (why: where the tile ends, below), Q's too after the last where it runs none.
+        auto skip_unseen_tiles = [&]() {
+            for (int j = n_wg; j < n_blocks; ++j) {
+                const int s = (kv + j) % STAGES;
+                const uint32_t parity = ((kv + j) / STAGES) & 1;
+                mbar_wait(k_full + 8 * s, parity);
+                mbar_wait(v_full + 8 * s, parity);
+                wait_turn(wg);
+                pass_turn<kConsumers>(wg);
+                __syncwarp();
+                if (lane == 0) {
+                    mbar_arrive(k_empty + 8 * s);
+                    mbar_arrive(v_empty + 8 * s);
+                    if (n_wg == 0 && j == n_blocks - 1) mbar_arrive(q_empty_t);
+                }
+            }
+        };
         // Epilogue: normalise and store O straight from registers (bf16 pairs; rows past
         // seqlen_q dropped), so that Q's buffer is free for the next tile's load already. With
         // the row maxima and the quad's partial sums of this tile (kCross keeps them aside while
@@ -1407,21 +1425,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
         if (kCross && cross) {
             // The key tiles this consumer skips first (kSkipUnseen), with their turns and
             // releases: the producer loads the next tile's first K only once they are free.
-            if constexpr (kSkipUnseen) {
-                for (int j = n_wg; j < n_blocks; ++j) {
-                    const int s = (kv + j) % STAGES;
-                    const uint32_t parity = ((kv + j) / STAGES) & 1;
-                    mbar_wait(k_full + 8 * s, parity);
-                    mbar_wait(v_full + 8 * s, parity);
-                    wait_turn(wg);
-                    pass_turn<kConsumers>(wg);
-                    __syncwarp();
-                    if (lane == 0) {
-                        mbar_arrive(k_empty + 8 * s);
-                        mbar_arrive(v_empty + 8 * s);
-                    }
-                }
-            }
+            if constexpr (kSkipUnseen) skip_unseen_tiles();
             const int s_last = (kv + n_wg - 1) % STAGES;
             const uint32_t last_parity = ((kv + n_wg - 1) / STAGES) & 1;
             kv += n_blocks;
@@ -1495,20 +1499,7 @@ flash_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__
                 wait_turn(wg);
                 pass_turn<kConsumers>(wg);
             }
-            for (int j = n_wg; j < n_blocks; ++j) {
-                const int s = (kv + j) % STAGES;
-                const uint32_t parity = ((kv + j) / STAGES) & 1;
-                mbar_wait(k_full + 8 * s, parity);
-                mbar_wait(v_full + 8 * s, parity);
-                wait_turn(wg);
-                pass_turn<kConsumers>(wg);
-                __syncwarp();
-                if (lane == 0) {
-                    mbar_arrive(k_empty + 8 * s);
-                    mbar_arrive(v_empty + 8 * s);
-                    if (n_wg == 0 && j == n_blocks - 1) mbar_arrive(q_empty_t);
-                }
-            }
+            skip_unseen_tiles();
         }
         kv += n_blocks;
         store_tile(row_max, row_sum);
