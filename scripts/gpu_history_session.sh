@@ -12,12 +12,15 @@
 #
 # A device call may last 10 minutes and the replay takes longer, so the session is sent SIGTERM
 # after STOP_AFTER_S seconds (default 450) and stops after the evaluation under way. Call the
-# script again on the same machine and it resumes the session it keeps under .gpu-history/
-# (ignored by git; through the device tool, carry .history.bundle but never .gpu-history, which
-# a carry from here would remove there), skipping every step already taken; a fresh machine
-# starts over. Each call writes $OUT: summary.txt (everything printed) and recorded.tar.gz (the
-# session as the demo ships it: `<id>/`, its trace directory, and `<id>.bundle`, its branch and
-# notes; unpack it into kernelseek_tui/shipped/demo/).
+# script again and it resumes the session it keeps under .gpu-history/ (ignored by git),
+# skipping every step already taken. Each call writes $OUT: summary.txt (everything printed),
+# recorded.tar.gz (the session as the demo ships it: `<id>/`, its trace directory, and
+# `<id>.bundle`, its branch and notes; unpack it into kernelseek_tui/shipped/demo/) and
+# state.tar.gz (.gpu-history itself). Lent machines are taken back between calls, so bring the
+# state home and send it with the next call: here `tar -xzf state.tar.gz` in the repository
+# root, then carry .history.bundle AND .gpu-history (a carried path absent here is removed
+# there, so carry .gpu-history only once it is here). Its trace and repository hold absolute
+# paths; on a machine whose checkout lies elsewhere, the old path is linked to this one.
 # Settings (environment): OUT (default ./gpu-history-out), STOP_AFTER_S, BUNDLE (default
 # .history.bundle), DEVICE (GPU index), PY (default python3), KS_RUN_ARGS (more `run` arguments,
 # on the first call only).
@@ -33,6 +36,27 @@ REPO=$WORK/repo
 TRACES=$WORK/traces
 mkdir -p "$OUT" "$WORK"
 exec > >(tee "$OUT/summary.txt") 2>&1
+
+# A state brought from another machine: its absolute paths lead to where that checkout was.
+if [ -f "$WORK/root" ] && [ "$(cat "$WORK/root")" != "$ROOT" ]; then
+  old_root=$(cat "$WORK/root")
+  if [ ! -e "$old_root" ]; then
+    mkdir -p "$(dirname "$old_root")" && ln -s "$ROOT" "$old_root"
+    echo "== state from $old_root: linked to $ROOT"
+  else
+    echo "== state from $old_root, which exists here and is not this checkout: starting over"
+    rm -rf "$REPO" "$TRACES" "$WORK/session-id" "$WORK/base" "$WORK/root"
+  fi
+fi
+# The checkout the session began in: its paths stay the ones in the trace, machine after machine.
+[ -f "$WORK/root" ] || echo "$ROOT" > "$WORK/root"
+# One session, one kind of GPU: its speedups are compared with each other.
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i "${DEVICE:-0}" 2>/dev/null || true)
+if [ -f "$WORK/gpu" ] && [ "$(cat "$WORK/gpu")" != "$gpu" ]; then
+  echo "== this session was recorded on a $(cat "$WORK/gpu"); this machine has a ${gpu:-no GPU}: not resumed here"
+  exit 4
+fi
+echo "$gpu" > "$WORK/gpu"
 
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
@@ -84,5 +108,7 @@ mkdir -p "$WORK/packed"
 from kernelseek_tui.browse.unpack import pack_session
 pack_session(Path(sys.argv[1]), Path(sys.argv[2]))' "$TRACES/$SESSION" "$WORK/packed"
 tar -C "$WORK/packed" -czf "$OUT/recorded.tar.gz" .
-echo "== wrote $OUT: summary.txt recorded.tar.gz ($SESSION/ and $SESSION.bundle, as the demo ships them)"
+# The whole state, for the next call on whatever machine it gets (see the header).
+tar -C "$ROOT" -czf "$OUT/state.tar.gz" --exclude=.gpu-history/packed .gpu-history
+echo "== wrote $OUT: summary.txt state.tar.gz recorded.tar.gz ($SESSION/ and $SESSION.bundle, as the demo ships them)"
 exit "$rc"
