@@ -122,6 +122,48 @@ def test_a_copied_recording_finds_the_first_bad_candidate(
     assert "judging the good revision (the start" in result.stderr
 
 
+def test_a_climb_finds_the_first_candidate_to_reach_the_bar(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """`--first-good`: which version first beat FA3, asked of a recording (here speedup >= 1.05
+    with the stand-in evaluator, whose speed is the candidate's `// speed` line)."""
+    shas = recorded_session(tmp_path, (0.9, 1.02, 1.1, 1.2, 1.3))
+    args = ["bisect", "bis", "--traces", "recorded", "--first-good"]
+    stand_in = ["--evaluator", "tests.test_session_support:source_evaluator"]
+    found = kernelseek(
+        env, tmp_path, *args, "--metric", "speedup", "--threshold", "1.05", *stand_in
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.startswith(f"first good candidate: 3 {shas[2]}")
+    assert "judging the older revision (the start" in found.stderr
+    assert "meets the rule" in found.stderr and "falls short of the rule" in found.stderr
+    report = json.loads(
+        kernelseek(
+            env, tmp_path, *args, "--metric", "speedup", "--threshold", "1.05", "--json", *stand_in
+        ).stdout
+    )
+    assert report["first_good"] == shas[2] and report["last_short"] == shas[1]
+    assert {s["verdict"] for s in report["steps"]} <= {"short", "meets"}
+    # Without the flag the same rule finds nothing to bisect: the start itself falls short.
+    regression = kernelseek(
+        env, tmp_path, "bisect", "bis", "--traces", "recorded",
+        "--metric", "speedup", "--threshold", "1.05", *stand_in,
+    )  # fmt: skip
+    assert regression.returncode == 2 and "below the threshold 1.05" in regression.stderr
+    # A climb from a revision already at the bar is refused before anything is judged.
+    at_bar = kernelseek(
+        env, tmp_path, *args, "--metric", "speedup", "--threshold", "1.0", *stand_in
+    )
+    assert at_bar.returncode == 2
+    assert "recorded speedup 1.000, already at the threshold 1" in at_bar.stderr
+    assert "judging" not in at_bar.stderr
+    # Under the default rule (correct) nothing is recorded to refuse by: the start is judged,
+    # passes, so it already meets the rule.
+    judged = kernelseek(env, tmp_path, *args, *stand_in)
+    assert judged.returncode == 2
+    assert "already meets the rule when judged again" in judged.stderr
+
+
 def test_skips_say_why_in_text_and_json(tmp_path: Path, env: dict[str, str]) -> None:
     shas = recorded_session(tmp_path, (1.1, 1.3, 1.5))
     args = [

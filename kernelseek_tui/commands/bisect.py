@@ -1,4 +1,5 @@
-"""`kernelseek bisect`: the first candidate of a session that broke something, found by
+"""`kernelseek bisect`: the first candidate of a session that broke something, or with
+``--first-good`` the first that reached a bar (which version first beat FA3?), found by
 evaluating candidates again with the real evaluator (progress on stderr); with ``--gpus``
 several candidates at once, one per GPU."""
 
@@ -22,7 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Good means: every scenario passes (default), a named scenario passes (--scenario), or "
         "a metric reaches a threshold (--metric, --threshold). Each candidate is exported from "
         "git (its kernel and knobs.json) and judged by the session's original task. The same "
-        "search works with `git bisect run kernelseek eval TASK --bisect-exit ...`.",
+        "search works with `git bisect run kernelseek eval TASK --bisect-exit ...`. With "
+        "--first-good the search runs the other way, for a climb: the first candidate that "
+        "meets the rule, from an older revision (--good, default the start) that falls short "
+        "of it to a newer one (--bad, default the tip) that meets it.",
     )
     parser.add_argument("session", help="session id, a unique prefix of one, or its directory")
     parser.add_argument("--good", default="start", help="a good revision (default: the start)")
@@ -31,6 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     which.add_argument("--scenario", metavar="NAME", help="good: this scenario passes")
     which.add_argument("--metric", choices=["speedup", "vs_fa3", "tflops"])
     parser.add_argument("--threshold", type=float, help="with --metric: good when metric >= X")
+    parser.add_argument(
+        "--first-good",
+        action="store_true",
+        help="find the first candidate that meets the rule (e.g. the first to beat FA3: "
+        "--metric vs_fa3 --threshold 1.0) instead of the first that breaks it",
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -77,6 +87,7 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
         check_range,
         check_recorded_good,
         confirm_good,
+        inverted,
         predicate_from_evaluator,
     )
     from kernelseek_tui.session.evaluator import (
@@ -92,7 +103,10 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
     history = open_history(session_dir, meta, scratch)
     good = history.base_sha if args.good == "start" else args.good
     check_range(history, good, args.bad)
-    check_recorded_good(history, good, metric=args.metric, threshold=args.threshold)
+    first_good = bool(args.first_good)
+    check_recorded_good(
+        history, good, metric=args.metric, threshold=args.threshold, first_good=first_good
+    )
     if not args.evaluator:
         from kernelseek_tui.evaluate.readiness import require_gpu_stack
 
@@ -133,30 +147,35 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
             )
         else:
             why = f" ({p.reason})" if p.reason else ""
-            say(f"bisect:   candidate {c.n} is {p.verdict}{why}")
+            said = _SEARCH_WORDS[p.verdict] if first_good else f"is {p.verdict}"
+            say(f"bisect:   candidate {c.n} {said}{why}")
 
-    is_good = predicate_from_evaluator(
+    meets = predicate_from_evaluator(
         judge, scenario=args.scenario, metric=args.metric, threshold=args.threshold
     )
+    # The climb's search is the regression search under the opposite rule: its "good" end is
+    # the older revision, short of the bar, and its first "bad" candidate the first to meet it.
+    is_good = inverted(meets) if first_good else meets
     try:
-        confirm_good(history, good, is_good, say)
+        confirm_good(history, good, is_good, say, first_good=first_good)
         outcome = bisect_candidates_parallel(
             history, good, args.bad, is_good, max(1, len(gpus)), progress
         )
     finally:
         if slots is not None:
             slots.close()
+    which = "first good candidate" if first_good else "first bad candidate"
     if args.json:
-        print(json.dumps(_outcome_json(outcome), indent=2))
+        print(json.dumps(_outcome_json(outcome, first_good), indent=2))
     elif outcome.first_bad is not None:
         c = outcome.first_bad
-        print(f"first bad candidate: {c.n} {c.sha} {c.subject}")
+        print(f"{which}: {c.n} {c.sha} {c.subject}")
         if c.question:
             print(f"  question before it: {c.question}")
     elif not outcome.suspects:
         raise KernelseekError("nothing to bisect between those revisions")
     else:
-        print("the first bad candidate is one of these (the others could not be judged):")
+        print(f"the {which} is one of these (the others could not be judged):")
         skipped = {s.candidate.sha: s.reason for s in outcome.steps if s.verdict == "skip"}
         for c in outcome.suspects:
             why = f"  [skipped: {skipped[c.sha] or 'no reason given'}]" if c.sha in skipped else ""
@@ -164,9 +183,31 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
     return 0 if outcome.first_bad is not None else 1
 
 
-def _outcome_json(outcome: Any) -> dict[str, Any]:
+# A climb's search step, said in the user's terms (the search's own verdicts are inverted).
+_SEARCH_WORDS = {"good": "falls short of the rule", "bad": "meets the rule", "skip": "is skip"}
+
+
+def _outcome_json(outcome: Any, first_good: bool = False) -> dict[str, Any]:
+    found = outcome.first_bad.sha if outcome.first_bad else None
+    if first_good:  # in the user's terms: the first to meet the rule, the last short of it
+        flip = {"good": "short", "bad": "meets", "skip": "skip"}
+        return {
+            "first_good": found,
+            "suspects": [c.sha for c in outcome.suspects],
+            "last_short": outcome.last_good,
+            "rounds": outcome.rounds,
+            "steps": [
+                {
+                    "sha": s.candidate.sha,
+                    "verdict": flip[s.verdict],
+                    "round": s.round,
+                    "reason": s.reason,
+                }
+                for s in outcome.steps
+            ],
+        }
     return {
-        "first_bad": outcome.first_bad.sha if outcome.first_bad else None,
+        "first_bad": found,
         "suspects": [c.sha for c in outcome.suspects],
         "last_good": outcome.last_good,
         "rounds": outcome.rounds,

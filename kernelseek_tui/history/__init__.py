@@ -4,7 +4,8 @@ reading the log, diffs, and bisecting for the first bad candidate.
 - :mod:`.session`: :class:`SessionHistory` (create/open, commit, read).
 - :mod:`.message`: the commit message convention and :class:`Candidate`.
 - :mod:`.bisect`: :func:`bisect_candidates` (and its parallel variant) and
-  :func:`bisect_exit_code`.
+  :func:`bisect_exit_code`, and :func:`inverted` for a search for the first candidate that
+  meets a rule.
 - :mod:`.good_revision`: :func:`check_recorded_good` and :func:`confirm_good`, refusing a
   good revision that is not good.
 - :mod:`.git`: the insulated ``git`` subprocess runner.
@@ -28,6 +29,7 @@ from kernelseek_tui.history.bisect import (
     bisect_judgement,
     check_criteria,
     check_range,
+    inverted,
     predicate_from_evaluator,
 )
 from kernelseek_tui.history.good_revision import check_recorded_good, confirm_good
@@ -62,5 +64,6 @@ __all__ = [
     "check_recorded_good",
     "check_session_id",
     "confirm_good",
+    "inverted",
     "predicate_from_evaluator",
 ]

@@ -172,6 +172,18 @@ def bisect_judgement(
     return BISECT_GOOD, None
 
 
+def inverted(is_good: IsGood) -> IsGood:
+    """``is_good`` with good and bad swapped (a skip stays a skip): the search for the first
+    candidate that meets a rule, in a climb whose older end fails it, is the search for the
+    first bad candidate under the opposite rule."""
+
+    def meets_not(sha: str, task_dir: Path) -> bool | Skip | None:
+        answer = is_good(sha, task_dir)
+        return answer if answer is None or isinstance(answer, Skip) else not answer
+
+    return meets_not
+
+
 def predicate_from_evaluator(
     evaluate: Callable[[str, Path], EvalResult],
     *,
