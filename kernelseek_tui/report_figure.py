@@ -117,7 +117,8 @@ def figure(m: SessionMetrics, title: str) -> Any:
     markers += _speedup_panel(time_ax, m, over_time=True)
     _fa3_panel(calls_fa3, m, over_time=False)
     _fa3_panel(time_fa3, m, over_time=True)
-    calls_ax.legend(loc="upper left", fontsize=8)
+    # A climb rises to the right, so its lower right is where the legend hides nothing.
+    calls_ax.legend(loc="lower right", fontsize=8)
     fig.suptitle(title)
     for index, marker in enumerate(markers):
         marker.set_gid(f"ks-question-{index}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +32,21 @@ def test_demo_renders_its_first_screen_without_a_terminal(tmp_path: Path) -> Non
     svg = tmp_path / "shot.svg"
     result = kernelseek("demo", "--dir", str(tmp_path / "d"), "--headless-check", str(svg))
     assert result.returncode == 0, result.stderr
-    text = svg.read_text()
-    assert "gpu-tuner-20261202-171357" in text and "measured" in text
+    text = _svg_text(svg)
+    # The real recorded climb, labelled as what it is: measured, a replay, not an agent at work.
+    assert "climb-20261205-224256" in text and "measured: a replay" in text
+    assert "replay" in text and "vs FA3 1.01x" in text
+    tuner = tmp_path / "tuner.svg"
+    result = kernelseek(
+        "demo", "--dir", str(tmp_path / "d2"), "--session", "gpu-tuner-20261202-171357",
+        "--headless-check", str(tuner),
+    )  # fmt: skip
+    assert result.returncode == 0 and "measured: a tuner session" in _svg_text(tuner)
+
+
+def _svg_text(svg: Path) -> str:
+    """An SVG screenshot's text as the terminal showed it (Rich writes spaces as &#160;)."""
+    return html.unescape(svg.read_text()).replace("\xa0", " ")
 
 
 def test_open_a_traces_root_and_refuse_a_directory_without_sessions(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kernelseek_tui.commands.open import add_view_arguments, browse
 
-DEFAULT_SESSION = "gpu-tuner-20261202-171357"
+DEFAULT_SESSION = "climb-20261205-224256"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
