@@ -17,6 +17,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from kernelseek_tui.browse.transcript import TranscriptIndex
+from kernelseek_tui.paths import DEMO_DIR
+from kernelseek_tui.trace.reader import read_session
 from kernelseek_tui.trace.schema import Event, events_to_table, to_json_text
 from kernelseek_tui.tui.messages import EventSelected
 from kernelseek_tui.tui.screens.event_detail import EventDetailScreen
@@ -219,6 +221,15 @@ def test_lines_say_what_happened() -> None:
     assert by_seq[13].summary == "cleared 2 tool results (prompt 150k / budget 160k)"
     error = by_seq[14]
     assert error.is_error and error.summary == "overloaded_error 529: overloaded  (attempt 2)"
+
+
+def test_a_replayed_history_names_each_version_it_writes_and_judges() -> None:
+    """The demo's climb: each write and evaluation says which committed version it replays."""
+    index = TranscriptIndex(read_session(DEMO_DIR / "climb-20261205-224256"))
+    calls = [index.line(i).summary for i in range(len(index)) if index.line(i).label == "call"]
+    assert calls[0].startswith("write_file  baseline.cu") and "[replayed v1 aef20c5]" in calls[0]
+    assert calls[1] == "evaluate  objective  [replayed v1 aef20c5]"
+    assert "[replayed v34 6bb24b5]" in calls[-1]
 
 
 def test_lines_of_a_synthetic_session(small_table: pa.Table) -> None:

@@ -147,6 +147,9 @@ def _summarise_tool_call(row: dict[str, Any]) -> tuple[str, str]:
         parts.append(f"[batch {int(attrs.get('batch_index', 0)) + 1}/{attrs['batch_size']}]")
     if attrs.get("skipped"):
         parts.append("(skipped)")
+    if attrs.get("replayed_version"):  # a replayed history: which committed version this is
+        commit = str(attrs.get("replayed_commit") or "")[:7]
+        parts.append(f"[replayed {attrs['replayed_version']}{' ' + commit if commit else ''}]")
     return "  ".join(parts), _STYLES["tool_call"]
 
 
