@@ -32,6 +32,7 @@ class SessionFacts:
     active_s: float | None
     end_reason: str | None
     caveat: str | None
+    recorded: str | None = None  # what the recording says it is (session.json), shown as is
 
 
 def session_facts(session_dir: Path, rows: list[dict[str, Any]]) -> SessionFacts:
@@ -72,6 +73,18 @@ def session_facts(session_dir: Path, rows: list[dict[str, Any]]) -> SessionFacts
         active_s=(meta.get("stats") or {}).get("active_s"),
         end_reason=meta.get("end_reason"),
         caveat="; ".join(caveats) or None,
+        recorded=recorded or None,
+    )
+
+
+def _who(facts: SessionFacts, cost: str) -> str:
+    """The agent, and its model, cost and tokens where a model was at work (a tuner or a replay
+    calls none: "model -, $0 at list prices" would suggest a free model)."""
+    if facts.model is None and not (facts.input_tokens or facts.output_tokens):
+        return f"Agent {_cell(facts.agent)}, no model (no tokens, no cost)"
+    return (
+        f"Agent {_cell(facts.agent)}, model {_cell(facts.model)}; {cost} at list prices; "
+        f"{facts.input_tokens} input and {facts.output_tokens} output tokens"
     )
 
 
@@ -139,6 +152,8 @@ def page_html(
     duration = "-" if facts.active_s is None else f"{facts.active_s / 60:.1f} min"
     cost = "-" if facts.cost_usd is None else f"${facts.cost_usd:.4f}"
     caveat = f"<p class=caveat>Caveat: {html.escape(facts.caveat)}.</p>" if facts.caveat else ""
+    if facts.recorded:
+        caveat += f"<p>Recorded: {html.escape(facts.recorded)}.</p>"
     fa3 = metrics.final_vs_fa3
     jumps = "".join(
         f"<tr><td>{j.seq}</td><td>{j.tool_calls}</td><td>{j.before:.3f}x</td>"
@@ -177,9 +192,7 @@ td,th{{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}}
 </head><body>
 <h1>Session {session}</h1>
 {caveat}
-<p>Agent {_cell(facts.agent)}, model {_cell(facts.model)}; {cost} at list prices;
-{facts.input_tokens} input and {facts.output_tokens} output tokens; {duration} of engine time;
-ended: {_cell(facts.end_reason)}.</p>
+<p>{_who(facts, cost)}; {duration} of engine time; ended: {_cell(facts.end_reason)}.</p>
 <p>{n_events} events, {len(series.eval_calls)} evaluations, {len(series.question_calls)}
 questions; best verified speedup {metrics.final_best:.3f}x{
         "" if fa3 is None else f", best vs FA3 {fa3:.3f}x"

@@ -52,8 +52,22 @@ def test_the_page_of_the_scripted_demo_is_one_offline_file_with_labelled_questio
     assert titles == asked * 2  # each question hovers its text, in both panels
     assert "Per scenario: the best candidate" in text and "claude-sonnet-4-5" in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "at list prices" in text  # a model was at work: its cost and tokens
     measured, _ = write_report(DEMO_DIR / "gpu-tuner-20261202-171357", tmp_path)
-    assert "Caveat" not in measured.with_suffix(".html").read_text()
+    tuner = measured.with_suffix(".html").read_text()
+    assert "Caveat" not in tuner and "Recorded: measured: a tuner session" in tuner
+    assert "Agent tuner, no model (no tokens, no cost)" in tuner
+
+
+def test_the_page_of_the_recorded_climb_says_what_it_is(tmp_path: Path) -> None:
+    from kernelseek_tui.paths import DEMO_DIR
+
+    _, page = write_report(DEMO_DIR / "climb-20261205-224256", tmp_path)
+    text = page.read_text()
+    assert "Caveat: a replay of kernels/flash_fwd/sm90.cu&#x27;s git history" in text
+    assert "Recorded: measured: a replay of this project&#x27;s own climb" in text
+    assert "Agent replay, no model (no tokens, no cost)" in text
+    assert "best vs FA3 1.013x" in text
 
 
 def test_vs_fa3_has_its_own_panel_under_the_speedup_so_neither_hides_the_other() -> None:
