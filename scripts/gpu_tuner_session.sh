@@ -6,8 +6,9 @@
 # Run from anywhere, with the GPU box's Python set up (e.g. `source scripts/gpu_env.sh`):
 #   OUT=/some/dir scripts/gpu_tuner_session.sh
 # Settings (environment): OUT (results; default ./gpu-tuner-out), BUDGET (tool calls = evaluations,
-# default 8), SET (objective override, default quick), DEVICE (GPU index), NO_COMPARE=1 (skip the
-# FA3/cuDNN peers), PY (default python3), KS_RUN_ARGS (more `kernelseek run` arguments).
+# default 8), SET (objective override, default quick; `objective`: the task's own), DEVICE (GPU
+# index), NO_COMPARE=1 (skip the FA3/cuDNN peers), PY (default python3), KS_RUN_ARGS (more
+# `kernelseek run` arguments: `--source sm90.cu` tunes the Hopper kernel's knobs).
 # Writes to $OUT (flat, 3 files): summary.txt (everything printed), session-dir.tar.gz (the trace
 # directory), session.bundle (the session branch and its notes: `git clone session.bundle`).
 # Needs: python3 with pyarrow, numpy, cupy (torch for the peers), git, nvcc. No textual, duckdb or
@@ -40,8 +41,11 @@ git -C "$REPO" -c user.name=kernelseek -c user.email=kernelseek@localhost commit
 echo "== kernelseek tuner session $SESSION: objective '$SET', budget $BUDGET evaluations"
 echo "   repo $REPO, traces $TRACES, python $("$PY" -c 'import sys; print(sys.version.split()[0])')"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null || true
-args=(run "$REPO/kernels/flash_fwd" --agent tuner --set "$SET" --budget-calls "$BUDGET"
+args=(run "$REPO/kernels/flash_fwd" --agent tuner --budget-calls "$BUDGET"
       --traces "$TRACES" --session-id "$SESSION" --eval-timeout 600)
+# SET=objective: the task's own objective (every set it names), e.g. for a tuner pass over a
+# fast kernel's knobs, where a knob that breaks a scenario must be caught.
+[ "$SET" = objective ] || args+=(--set "$SET")
 [ -n "${DEVICE:-}" ] && args+=(--device "$DEVICE")
 [ "${NO_COMPARE:-0}" = 1 ] && args+=(--no-compare)
 # shellcheck disable=SC2206

@@ -1,0 +1,55 @@
+"""scripts/gpu_tuner_session.sh, run as on the GPU box but judged by the stand-in evaluator: the
+objective it asks for is the one the session records, and `--source sm90.cu` tunes that
+kernel's knobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STAND_IN = "tests.test_session_support:source_evaluator"
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def run_script(tmp_path: Path, set_name: str) -> dict:
+    out = tmp_path / set_name
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "SET": set_name,
+        "BUDGET": "2",
+        "PY": sys.executable,
+        "KS_RUN_ARGS": f"--source sm90.cu --evaluator {STAND_IN}",
+    }
+    env.pop("ANTHROPIC_API_KEY", None)
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_tuner_session.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    with tarfile.open(out / "session-dir.tar.gz") as packed:
+        member = next(m for m in packed.getmembers() if m.name.endswith("/session.json"))
+        handle = packed.extractfile(member)
+        assert handle is not None
+        return json.loads(handle.read())
+
+
+def test_the_task_objective_or_a_named_set(tmp_path: Path) -> None:
+    whole = run_script(tmp_path, "objective")
+    assert whole["objective_sets"] is None  # the task's own objective: every set it names
+    quick = run_script(tmp_path, "quick")
+    assert quick["objective_sets"] == ["quick"]
+    for meta in (whole, quick):
+        assert meta["config"]["source"] == "sm90.cu" and meta["agent"] == "tuner"
