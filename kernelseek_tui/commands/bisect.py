@@ -188,31 +188,21 @@ _SEARCH_WORDS = {"good": "falls short of the rule", "bad": "meets the rule", "sk
 
 
 def _outcome_json(outcome: Any, first_good: bool = False) -> dict[str, Any]:
-    found = outcome.first_bad.sha if outcome.first_bad else None
-    if first_good:  # in the user's terms: the first to meet the rule, the last short of it
-        flip = {"good": "short", "bad": "meets", "skip": "skip"}
-        return {
-            "first_good": found,
-            "suspects": [c.sha for c in outcome.suspects],
-            "last_short": outcome.last_good,
-            "rounds": outcome.rounds,
-            "steps": [
-                {
-                    "sha": s.candidate.sha,
-                    "verdict": flip[s.verdict],
-                    "round": s.round,
-                    "reason": s.reason,
-                }
-                for s in outcome.steps
-            ],
-        }
+    # A climb's search runs under the inverted rule: its verdicts and ends said in the user's terms.
+    words = {"good": "short", "bad": "meets", "skip": "skip"} if first_good else None
+    found, last = ("first_good", "last_short") if first_good else ("first_bad", "last_good")
     return {
-        "first_bad": found,
+        found: outcome.first_bad.sha if outcome.first_bad else None,
         "suspects": [c.sha for c in outcome.suspects],
-        "last_good": outcome.last_good,
+        last: outcome.last_good,
         "rounds": outcome.rounds,
         "steps": [
-            {"sha": s.candidate.sha, "verdict": s.verdict, "round": s.round, "reason": s.reason}
+            {
+                "sha": s.candidate.sha,
+                "verdict": words[s.verdict] if words else s.verdict,
+                "round": s.round,
+                "reason": s.reason,
+            }
             for s in outcome.steps
         ],
     }
