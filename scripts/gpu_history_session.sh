@@ -108,9 +108,7 @@ mkdir -p "$WORK/packed"
 from kernelseek_tui.browse.unpack import pack_session
 pack_session(Path(sys.argv[1]), Path(sys.argv[2]))' "$TRACES/$SESSION" "$WORK/packed"
 # What the demo's header and the report say the recording is.
-"$PY" "$ROOT/scripts/label_recording.py" "$WORK/packed/$SESSION/session.json" \
-  "$(git -C "$REPO" log --reverse --format=%s "$(cat "$WORK/base")" -- kernels/flash_fwd/sm90.cu \
-     | grep -oE '^sm90 v[0-9]+(-v[0-9]+)?' | cut -d' ' -f2 | tr '\n' ' ')" "$gpu" "$(date -u +%F)"
+"$PY" "$ROOT/scripts/label_recording.py" "$WORK/packed/$SESSION"
 tar -C "$WORK/packed" -czf "$OUT/recorded.tar.gz" .
 # The whole state, for the next call on whatever machine it gets (see the header).
 tar -C "$ROOT" -czf "$OUT/state.tar.gz" --exclude=.gpu-history/packed .gpu-history
