@@ -137,6 +137,12 @@ def test_a_climb_finds_the_first_candidate_to_reach_the_bar(
     assert found.stdout.startswith(f"first good candidate: 3 {shas[2]}")
     assert "judging the older revision (the start" in found.stderr
     assert "meets the rule" in found.stderr and "falls short of the rule" in found.stderr
+    # Each verdict comes with what was measured, beside what the session recorded.
+    assert (
+        "candidate 3 measured: pass 4/4, 0.500x FA3 (recorded 0.500x), 1.10x start (recorded 1.10x)"
+        in (found.stderr)
+    )
+    assert "the start measured: pass 4/4, 0.500x FA3, 1.00x start" in found.stderr
     report = json.loads(
         kernelseek(
             env, tmp_path, *args, "--metric", "speedup", "--threshold", "1.05", "--json", *stand_in
@@ -206,7 +212,9 @@ def test_a_good_revision_that_is_not_good_is_refused(tmp_path: Path, env: dict[s
     judged = kernelseek(env, tmp_path, *base, "--evaluator", f"{HERE}:failing_evaluator")
     assert judged.returncode == 2
     assert "is bad when judged under this rule" in judged.stderr
-    assert len(judged.stderr.strip().splitlines()) == 2  # "judging ... first", then the refusal
+    # "judging ... first", what it measured, then the refusal
+    assert len(judged.stderr.strip().splitlines()) == 3
+    assert "the start measured: fail" in judged.stderr
 
 
 def test_bisect_with_no_gpu_stack_is_refused_with_what_to_install(

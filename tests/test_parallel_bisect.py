@@ -177,7 +177,7 @@ def test_bisect_gpus_on_the_command_line(tmp_path: Path) -> None:
     assert outcome["first_bad"] == sixth.sha
     assert outcome["rounds"] < len(outcome["steps"])  # some round tested two at once
     assert "round 1" in run.stderr
-    assert "evaluated on GPU 0" in run.stderr and "evaluated on GPU 1" in run.stderr
+    assert "measured on GPU 0" in run.stderr and "measured on GPU 1" in run.stderr
     bad = subprocess.run(
         [*base, "--gpus", "0,1", "--device", "0"], env=env, cwd=tmp_path, capture_output=True,
         text=True,

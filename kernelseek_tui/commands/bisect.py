@@ -130,11 +130,10 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
 
     def judge(sha: str, task_dir: Path) -> EvalResult:
         result = judge_candidate(sha, task_dir)
-        if slots is not None:
-            c = candidates.get(sha)
-            where = result.device.get("index", "?")
-            seconds = f", {result.duration_s:.1f} s" if result.duration_s is not None else ""
-            say(f"bisect:   candidate {c.n if c else sha[:10]} evaluated on GPU {where}{seconds}")
+        c = candidates.get(sha)
+        which = f"candidate {c.n}" if c else "the start" if sha == history.base_sha else sha[:10]
+        where = f" on GPU {result.device.get('index', '?')}" if slots is not None else ""
+        say(f"bisect:   {which} measured{where}: {measured_line(result, c)}")
         return result
 
     def progress(p: BisectProgress) -> None:
@@ -181,6 +180,25 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
             why = f"  [skipped: {skipped[c.sha] or 'no reason given'}]" if c.sha in skipped else ""
             print(f"  {c.n} {c.sha} {c.subject}{why}")
     return 0 if outcome.first_bad is not None else 1
+
+
+def measured_line(result: Any, recorded: Any | None) -> str:
+    """What one evaluation measured, beside what the session recorded for the same candidate:
+    the figures a bisect's verdicts rest on, so a verdict near the bar can be read against the
+    noise (``recorded`` is the session's :class:`Candidate`, None for the start)."""
+    s = result.summary
+    parts = [f"{result.verdict} {s.passed}/{s.total}"]
+    if s.vs_fa3 is not None:
+        was = f" (recorded {recorded.vs_fa3:.3f}x)" if recorded and recorded.vs_fa3 else ""
+        parts.append(f"{s.vs_fa3:.3f}x FA3{was}")
+    if s.geomean_speedup is not None:
+        was = f" (recorded {recorded.speedup:.2f}x)" if recorded and recorded.speedup else ""
+        parts.append(f"{s.geomean_speedup:.2f}x start{was}")
+    if s.noise is not None:
+        parts.append(f"noise {s.noise:.1%}")
+    if result.duration_s is not None:
+        parts.append(f"{result.duration_s:.1f} s")
+    return ", ".join(parts)
 
 
 # A climb's search step, said in the user's terms (the search's own verdicts are inverted).
