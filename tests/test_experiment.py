@@ -193,3 +193,9 @@ def test_compare_prints_a_table_per_arm_and_draws_the_plot(finished: dict[str, A
     assert "BEST@19" in result.stdout and "EVALS TO 1.700x" in result.stdout
     png = finished["tmp"] / "rep" / "compare-ab.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    # A path ending in .png is the plot's own file.
+    named = kernelseek(
+        finished["env"], finished["tmp"], "compare", "ab", "--traces", "tr", "--out", "ab.png"
+    )
+    assert "wrote ab.png" in named.stdout
+    assert (finished["tmp"] / "ab.png").is_file() and not (finished["tmp"] / "ab.png").is_dir()

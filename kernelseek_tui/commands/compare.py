@@ -29,7 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--k", type=int, metavar="K", help="a jump follows a question within K evaluations"
     )
-    parser.add_argument("--out", type=Path, default=Path("reports"), help="where the plot goes")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("reports"),
+        help="where the plot goes: a directory (default reports/) or a file ending in .png",
+    )
     parser.add_argument("--no-plot", action="store_true", help="print the tables only")
     parser.add_argument("--json", action="store_true", help="the numbers as one JSON object")
     parser.add_argument(
@@ -62,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
         print("one arm only: nothing to set it against")
     if not args.no_plot:
         name = "-".join(Path(r).name for r in args.refs)[:80]
-        path = plot_comparison(comparison, args.out / f"compare-{name}.png", f"compare {name}")
+        # A path that names a PNG is the file itself, not a directory to make beside it.
+        out = args.out if args.out.suffix.lower() == ".png" else args.out / f"compare-{name}.png"
+        path = plot_comparison(comparison, out, f"compare {name}")
         print(f"\nwrote {path}")
     return 0
 
