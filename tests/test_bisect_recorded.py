@@ -274,3 +274,18 @@ def test_eval_bisect_exit_says_why_it_skips(
     assert f"telling bisect to skip: the harness could not judge it: {NO_CUPY}" in (
         capsys.readouterr().err
     )
+
+
+def test_the_question_is_placed_where_it_was_asked() -> None:
+    """A candidate carries the last question asked before it, so a candidate found by a
+    bisect may carry one asked several candidates earlier: the output names where."""
+    from types import SimpleNamespace
+
+    from kernelseek_tui.commands.bisect import asked_before
+
+    texts = [None, "q1", "q1", "q2", "q2", "q2", "q1"]
+    chain = [SimpleNamespace(n=n, question=q) for n, q in enumerate(texts, start=1)]
+    assert asked_before(chain, chain[5]) == 4  # q2 was asked right before candidate 4
+    assert asked_before(chain, chain[3]) == 4
+    assert asked_before(chain, chain[6]) == 7  # q1 asked again, right before candidate 7
+    assert asked_before(chain, chain[2]) == 2

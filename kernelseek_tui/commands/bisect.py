@@ -170,7 +170,9 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
         c = outcome.first_bad
         print(f"{which}: {c.n} {c.sha} {c.subject}")
         if c.question:
-            print(f"  question before it: {c.question}")
+            since = asked_before(list(candidates.values()), c)
+            where = f" (asked before candidate {since})" if since != c.n else ""
+            print(f"  last question before it{where}: {c.question}")
     elif not outcome.suspects:
         raise KernelseekError("nothing to bisect between those revisions")
     else:
@@ -180,6 +182,19 @@ def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
             why = f"  [skipped: {skipped[c.sha] or 'no reason given'}]" if c.sha in skipped else ""
             print(f"  {c.n} {c.sha} {c.subject}{why}")
     return 0 if outcome.first_bad is not None else 1
+
+
+def asked_before(chain: list[Any], found: Any) -> int:
+    """The candidate a question was asked right before: a candidate records the last question
+    asked before it, so the run of candidates carrying ``found``'s question ends at ``found``
+    and begins at the first one after the question (``chain`` in session order)."""
+    first = found.n
+    for c in sorted(chain, key=lambda c: c.n, reverse=True):
+        if c.n < found.n:
+            if c.question != found.question:
+                break
+            first = c.n
+    return first
 
 
 def measured_line(result: Any, recorded: Any | None) -> str:
