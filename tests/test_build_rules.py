@@ -25,6 +25,10 @@ EXPECTED = {
     "constructor.cu": "load-time constructor",
     "static_initialiser.cu": "load-time constructor",
     "raw_syscall.cu": "raw system-call instruction",
+    "hidden_syscall.cu": "raw system-call instruction, as bytes inside other code (.text+",
+    "destructor.cu": "unload-time destructor",
+    "init_section.cu": "has code in the .init section",
+    "indirect_function.cu": "defines GNU indirect function(s) work",
     "thread.cu": "calls 'pthread_create', outside the task's allowed_symbols",
     "environment.cu": "calls 'getenv', outside the task's allowed_symbols",
 }
@@ -61,3 +65,17 @@ def test_the_text_check_alone_would_have_let_it_through(task, name: str) -> None
 def test_the_baseline_passes_every_rule(task) -> None:
     result = build(task.source.read_text(), rule=task.dependency_rule, extra_flags=task.nvcc_flags)
     assert result.ok, result.reasons
+
+
+def test_a_cached_build_is_not_reused_under_a_stricter_rule(task) -> None:
+    """The cache trusts what it holds without checking again, so its key carries the rule:
+    a candidate built for a task that allows getenv is checked afresh for one that does not."""
+    import dataclasses
+
+    source = (ADVERSARIAL / "environment.cu").read_text()
+    rule = task.dependency_rule
+    lenient = dataclasses.replace(rule, allowed_symbols=(*rule.allowed_symbols, "getenv"))
+    assert build(source, rule=lenient).ok
+    strict = build(source, rule=rule)
+    assert not strict.ok and not strict.cache_hit
+    assert any("'getenv'" in reason for reason in strict.reasons), strict.reasons

@@ -34,7 +34,10 @@ from kernelseek_tui.evaluate.object_rules import (
 )
 from kernelseek_tui.task import DependencyRule
 
-BUILD_VERSION = "1"  # bump when the build recipe changes, so old cache entries are not reused
+# Bump when the build recipe or the checks a build must pass change, so that no cache entry
+# built and checked under the old ones is reused (2: destructors, .init/.fini code, indirect
+# functions and system calls hidden inside other instructions refused).
+BUILD_VERSION = "2"
 BASE_FLAGS = (
     "-O3",
     "-shared",
@@ -147,9 +150,13 @@ def find_nvcc() -> str | None:
     return str(default) if default.exists() else None
 
 
-def build_key(source: str, flags: list[str], version: str) -> str:
+def build_key(source: str, flags: list[str], version: str, checks: str = "") -> str:
+    """The cache key of a build: what determines the binary, and ``checks``, what it was checked
+    against (the task's dependency rule and entry point), since a library in the cache is
+    trusted without checking it again: one built for a task that allows more must not pass for
+    one that allows less."""
     digest = hashlib.sha256()
-    for part in (BUILD_VERSION, version, "\0".join(flags), source):
+    for part in (BUILD_VERSION, version, "\0".join(flags), source, checks):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()[:32]
@@ -164,7 +171,8 @@ def build(
     timeout_s: float = 300.0,
     entry: str = "ks_launch",
 ) -> BuildResult:
-    """Check and compile ``source`` into a shared library; cached by source, flags and nvcc."""
+    """Check and compile ``source`` into a shared library; cached by source, flags, nvcc and
+    the rule it was checked against."""
     started = time.monotonic()
     reasons = static_check(source, rule)
     if reasons:
@@ -173,7 +181,7 @@ def build(
     if nvcc is None:
         return BuildResult(ok=False, reasons=["harness: nvcc not found on PATH"])
     flags = [*extra_flags, *(f"-D{k}={v}" for k, v in sorted((defines or {}).items()))]
-    key = build_key(source, flags, nvcc_version(nvcc))
+    key = build_key(source, flags, nvcc_version(nvcc), f"{entry}\0{rule!r}")
     target_dir = cache_root() / key
     library = target_dir / "kernel.so"
     if library.exists():

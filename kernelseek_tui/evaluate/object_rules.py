@@ -2,9 +2,12 @@
 
 The object is compiled but not yet linked, so its undefined symbols are exactly what the
 candidate's code calls. Rules: every such symbol on the task's allow-list (when it has one) and
-none on its forbidden list; CUDA driver functions (``cu*``) only those the task names; no
-constructor of its own (nvcc's fat-binary registration is the one allowed), since load-time code
-runs inside the judge's process before any check; no raw system-call instruction.
+none on its forbidden list; CUDA driver functions (``cu*``) only those the task names; no code
+the loader runs of its own accord, since it runs inside the judge's process outside any check:
+no constructor (nvcc's fat-binary registration is the one allowed), no destructor, nothing in
+the ``.init`` or ``.fini`` sections, no GNU indirect function (its resolver runs at load); no
+system-call instruction, whether disassembled as one or hidden as two bytes inside another
+instruction for a jump to land on.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ _DRIVER_FUNCTION = re.compile(r"^cu[A-Z]")
 # nvcc's own static constructor registers the fat binary: one entry in .init_array.
 NVCC_CONSTRUCTORS = 1
 _SYSCALL = re.compile(r"\s(syscall|sysenter|int\s+\$0x80)\b")
+# The same instructions as bytes (syscall, sysenter, int $0x80), found at any offset of code.
+_SYSCALL_BYTES = (b"\x0f\x05", b"\x0f\x34", b"\xcd\x80")
+_SECTION = re.compile(
+    r"^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+\S+\s*(\S*)"
+)
 
 
 def run_tool(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -62,28 +70,99 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
         for name in sorted(set(symbols) - set(bad) - set(driver)):
             if not matches(name, rule.allowed_symbols):
                 reasons.append(f"calls {name!r}, outside the task's allowed_symbols")
-    constructors = constructor_entries(obj)
+    constructors, destructors = loader_entries(obj)
     if constructors > NVCC_CONSTRUCTORS:
         reasons.append(
             f"has {constructors - NVCC_CONSTRUCTORS} load-time constructor(s) of its own "
             "(static initialisers or __attribute__((constructor))): code must run only in ks_launch"
         )
+    if destructors:
+        reasons.append(
+            f"has {destructors} unload-time destructor(s) (__attribute__((destructor)) or "
+            ".fini_array entries): code must run only in ks_launch"
+        )
+    sections = read_sections(obj)
+    for name in sorted({n for n, _, _ in sections if n in (".init", ".fini")}):
+        reasons.append(
+            f"has code in the {name} section, which the loader runs on its own: code must run "
+            "only in ks_launch"
+        )
+    resolvers = indirect_functions(obj)
+    if resolvers:
+        reasons.append(
+            f"defines GNU indirect function(s) {', '.join(resolvers)}, whose resolvers the loader "
+            "runs at load: code must run only in ks_launch"
+        )
     if raw_syscalls(obj):
         reasons.append("contains a raw system-call instruction")
+    else:
+        hidden = syscall_bytes(obj, sections)
+        if hidden:
+            where = ", ".join(hidden[:3])
+            reasons.append(
+                f"contains a raw system-call instruction, as bytes inside other code ({where}), "
+                "which a jump into the middle of an instruction would run"
+            )
     return reasons
 
 
-def constructor_entries(obj: Path) -> int:
-    """Functions the loader runs before anything else: relocations in .init_array/.ctors."""
+def loader_entries(obj: Path) -> tuple[int, int]:
+    """Functions the loader runs on its own: relocations in .init_array, .preinit_array and
+    .ctors (constructors), and in .fini_array and .dtors (destructors), priority suffixes
+    included."""
     listing = run_tool(["readelf", "-rW", str(obj)], 60).stdout
-    sections = re.split(r"\nRelocation section '", listing)
-    count = 0
-    for section in sections:
+    constructors = destructors = 0
+    for section in re.split(r"\nRelocation section '", listing):
         name = section.split("'", 1)[0]
+        found = re.search(r"contains (\d+) entr", section)
+        entries = int(found.group(1)) if found else 0
         if re.match(r"\.rela?\.(init_array|preinit_array|ctors)", name):
-            found = re.search(r"contains (\d+) entr", section)
-            count += int(found.group(1)) if found else 0
-    return count
+            constructors += entries
+        elif re.match(r"\.rela?\.(fini_array|dtors)", name):
+            destructors += entries
+    return constructors, destructors
+
+
+def read_sections(obj: Path) -> list[tuple[str, int, int]]:
+    """The object's sections that hold bytes in the file and are executable, and every other
+    by name: (name, file offset, size), size 0 for those not executable."""
+    listing = run_tool(["readelf", "-SW", str(obj)], 60).stdout
+    sections = []
+    for line in listing.splitlines():
+        match = _SECTION.match(line)
+        if match is None:
+            continue
+        name, kind, offset, size, flags = match.groups()
+        executable = "X" in flags and kind != "NOBITS"
+        sections.append((name, int(offset, 16), int(size, 16) if executable else 0))
+    return sections
+
+
+def indirect_functions(obj: Path) -> list[str]:
+    """Symbols of type IFUNC the object defines."""
+    listing = run_tool(["readelf", "-sW", str(obj)], 60).stdout
+    names = []
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) >= 8 and fields[3] == "IFUNC" and fields[6] != "UND":
+            names.append(fields[7])
+    return sorted(set(names))
+
+
+def syscall_bytes(obj: Path, sections: list[tuple[str, int, int]]) -> list[str]:
+    """Where the bytes of a system-call instruction sit in executable sections (section+offset):
+    a disassembly reads code from the start, so two bytes inside another instruction's operand
+    look harmless to it, and a jump to them runs them."""
+    data = obj.read_bytes()
+    found = []
+    for name, offset, size in sections:
+        code = data[offset : offset + size]
+        for pattern in _SYSCALL_BYTES:
+            at = code.find(pattern)
+            while at >= 0:
+                found.append(f"{name}+{at:#x}")
+                at = code.find(pattern, at + 1)
+    return sorted(found)
 
 
 def raw_syscalls(obj: Path) -> bool:
