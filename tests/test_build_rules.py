@@ -29,6 +29,8 @@ EXPECTED = {
     "destructor.cu": "unload-time destructor",
     "init_section.cu": "has code in the .init section",
     "indirect_function.cu": "defines GNU indirect function(s) work",
+    "writable_code.cu": "writable and executable LOAD segment",
+    "executable_stack.cu": "asks for an executable stack",
     "thread.cu": "calls 'pthread_create', outside the task's allowed_symbols",
     "environment.cu": "calls 'getenv', outside the task's allowed_symbols",
 }

@@ -36,8 +36,9 @@ from kernelseek_tui.task import DependencyRule
 
 # Bump when the build recipe or the checks a build must pass change, so that no cache entry
 # built and checked under the old ones is reused (2: destructors, .init/.fini code, indirect
-# functions and system calls hidden inside other instructions refused).
-BUILD_VERSION = "2"
+# functions and system calls hidden inside other instructions refused; 3: memory both writable
+# and executable refused).
+BUILD_VERSION = "3"
 BASE_FLAGS = (
     "-O3",
     "-shared",
@@ -125,12 +126,40 @@ def library_check(library: Path, rule: DependencyRule, entry: str) -> list[str]:
     for name in names:
         if _INTERPOSING.match(name):
             reasons.append(f"the library exports {name!r}, which would interpose on the runtime")
+    reasons += writable_code(library)
     dynamic = run_tool(["readelf", "-d", str(library)], 60)
     for needed in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic.stdout):
         stem = needed.split(".so", 1)[0]
         # "ld-linux" allows "ld-linux-x86-64"; "libc" must not allow "libcublas".
         if not any(stem == ok or stem.startswith(ok + "-") for ok in rule.allowed_libraries):
             reasons.append(f"the library links {needed!r}, outside the dependency rule")
+    return reasons
+
+
+# A program header line of `readelf -lW`: its type, then its flags (e.g. "R E", "RWE").
+_SEGMENT = re.compile(r"^\s*(\S+)(?:\s+0x[0-9a-f]+){5}\s+([RWE ]+?)\s+0x[0-9a-f]+\s*$")
+
+
+def writable_code(library: Path) -> list[str]:
+    """Reasons from memory the library would have both writable and executable: a candidate
+    could write instructions there at run time (a system call among them) and run them, which
+    no check of its object's bytes can see."""
+    reasons = []
+    listing = run_tool(["readelf", "-lW", str(library)], 60).stdout
+    for line in listing.splitlines():
+        match = _SEGMENT.match(line)
+        if match is None or not {"W", "E"} <= set(match.group(2)):
+            continue
+        if match.group(1) == "GNU_STACK":
+            reasons.append(
+                "the library asks for an executable stack (.note.GNU-stack): code could be "
+                "written on the stack at run time and run"
+            )
+        else:
+            reasons.append(
+                f"the library has a writable and executable {match.group(1)} segment (a section "
+                "marked both): code could be written into it at run time and run"
+            )
     return reasons
 
 
