@@ -31,6 +31,7 @@ EXPECTED = {
     "indirect_function.cu": "defines GNU indirect function(s) work",
     "writable_code.cu": "writable and executable LOAD segment",
     "executable_stack.cu": "asks for an executable stack",
+    "exit_handler.cu": "registers 1 function(s) to run at exit beyond nvcc's own",
     "thread.cu": "calls 'pthread_create', outside the task's allowed_symbols",
     "environment.cu": "calls 'getenv', outside the task's allowed_symbols",
 }

@@ -37,8 +37,8 @@ from kernelseek_tui.task import DependencyRule
 # Bump when the build recipe or the checks a build must pass change, so that no cache entry
 # built and checked under the old ones is reused (2: destructors, .init/.fini code, indirect
 # functions and system calls hidden inside other instructions refused; 3: memory both writable
-# and executable refused).
-BUILD_VERSION = "3"
+# and executable refused; 4: functions registered to run at exit refused).
+BUILD_VERSION = "4"
 BASE_FLAGS = (
     "-O3",
     "-shared",

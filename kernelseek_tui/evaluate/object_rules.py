@@ -3,11 +3,12 @@
 The object is compiled but not yet linked, so its undefined symbols are exactly what the
 candidate's code calls. Rules: every such symbol on the task's allow-list (when it has one) and
 none on its forbidden list; CUDA driver functions (``cu*``) only those the task names; no code
-the loader runs of its own accord, since it runs inside the judge's process outside any check:
-no constructor (nvcc's fat-binary registration is the one allowed), no destructor, nothing in
-the ``.init`` or ``.fini`` sections, no GNU indirect function (its resolver runs at load); no
-system-call instruction, whether disassembled as one or hidden as two bytes inside another
-instruction for a jump to land on.
+the loader or the exit runs of its own accord, since it runs inside the judge's process outside
+any check: no constructor (nvcc's fat-binary registration is the one allowed), no destructor,
+no function registered to run at exit (nvcc's one aside), nothing in the ``.init`` or ``.fini``
+sections, no GNU indirect function (its resolver runs at load); no system-call instruction,
+whether disassembled as one or hidden as two bytes inside another instruction for a jump to
+land on.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from kernelseek_tui.task import DependencyRule
 _DRIVER_FUNCTION = re.compile(r"^cu[A-Z]")
 # nvcc's own static constructor registers the fat binary: one entry in .init_array.
 NVCC_CONSTRUCTORS = 1
+# ... and registers its unregistration with one call to atexit.
+NVCC_EXIT_HANDLERS = 1
+_EXIT_REGISTRATION = ("atexit", "__cxa_atexit", "at_quick_exit", "on_exit")
 _SYSCALL = re.compile(r"\s(syscall|sysenter|int\s+\$0x80)\b")
 # The same instructions as bytes (syscall, sysenter, int $0x80), found at any offset of code.
 _SYSCALL_BYTES = (b"\x0f\x05", b"\x0f\x34", b"\xcd\x80")
@@ -81,6 +85,13 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
             f"has {destructors} unload-time destructor(s) (__attribute__((destructor)) or "
             ".fini_array entries): code must run only in ks_launch"
         )
+    handlers = exit_registrations(obj)
+    if handlers > NVCC_EXIT_HANDLERS:
+        reasons.append(
+            f"registers {handlers - NVCC_EXIT_HANDLERS} function(s) to run at exit beyond nvcc's "
+            "own (atexit, or a function-local static with a destructor): code must run only in "
+            "ks_launch"
+        )
     sections = read_sections(obj)
     for name in sorted({n for n, _, _ in sections if n in (".init", ".fini")}):
         reasons.append(
@@ -121,6 +132,18 @@ def loader_entries(obj: Path) -> tuple[int, int]:
         elif re.match(r"\.rela?\.(fini_array|dtors)", name):
             destructors += entries
     return constructors, destructors
+
+
+def exit_registrations(obj: Path) -> int:
+    """References to the functions that register code to run at exit (each call site or taken
+    address is one relocation): nvcc's glue makes one."""
+    listing = run_tool(["readelf", "-rW", str(obj)], 60).stdout
+    count = 0
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[4].split("@", 1)[0] in _EXIT_REGISTRATION:
+            count += 1
+    return count
 
 
 def read_sections(obj: Path) -> list[tuple[str, int, int]]:
