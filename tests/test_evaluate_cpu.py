@@ -231,7 +231,9 @@ def _source(tmp_path: Path) -> Path:
 PREAMBLE = """
 import json, os, sys, time
 req = json.loads(sys.stdin.read())
-def emit(m): print(json.dumps(m), flush=True)
+from kernelseek_tui.evaluate.protocol_seal import Sealer
+seal = Sealer.from_request(req)  # the judge reads only lines sealed with its key
+def emit(m): print(seal.line(m), flush=True)
 emit({"type": "device", "name": "stand-in", "index": "0"})
 """
 
@@ -300,6 +302,36 @@ emit({"type": "done"})
     assert_timeline(result, missing={"sharing_checked"})
 
 
+@needs_nvcc
+@pytest.mark.parametrize("how", ["unsealed", "sealed with another key"])
+def test_a_line_the_worker_did_not_seal_fails_the_evaluation(
+    task, monkeypatch, tmp_path, how: str
+) -> None:
+    """What a candidate in the worker's process could write into the judge's pipe (its FILE's
+    descriptor pointed at the protocol's): perfect results for every scenario, then done."""
+    forged_key = "00" * 32 if how != "unsealed" else ""
+    _scripted_worker(
+        monkeypatch,
+        tmp_path,
+        PREAMBLE
+        + f"""
+forger = Sealer({forged_key!r} or None)
+for s in req["scenarios"]:
+    result = {{"name": s["name"], "set": s["set"], "fields": s["fields"], "passed": True,
+              "reasons": [], "ms": 0.001, "tflops": 1e6}}
+    print(forger.line({{"type": "scenario", "result": result, "baseline_ms": 4.0}}), flush=True)
+print(forger.line({{"type": "done"}}), flush=True)
+""",
+    )
+    source = _source(tmp_path)
+    source.write_text(source.read_text() + f"\n// forged: {how}\n")
+    result = api.evaluate(task, source, sets=["quick"])
+    assert result.verdict == "fail"
+    why = "without the worker's seal" if how == "unsealed" else "whose seal does not match"
+    assert f"the worker's protocol carried a line {why}" in result.reasons[0]
+    assert not any(s.passed for s in result.scenarios)  # not one forged result was taken
+
+
 def assert_timeline(result, missing: set[str]) -> None:
     """``result.timeline`` holds TIMELINE's milestones but ``missing``, in TIMELINE's order,
     and ends at the evaluation's duration."""
@@ -338,8 +370,10 @@ req = json.loads(sys.stdin.read())
 host = req["sandbox_host"]
 built = "none" if host is None else ("built" if os.access(host, os.X_OK) else "missing")
 name = req["isolation"] + "|" + req["baseline_key"] + "|" + built
-print(json.dumps({"type": "device", "name": name, "index": "0"}), flush=True)
-print(json.dumps({"type": "done"}), flush=True)
+from kernelseek_tui.evaluate.protocol_seal import Sealer
+seal = Sealer.from_request(req)
+print(seal.line({"type": "device", "name": name, "index": "0"}), flush=True)
+print(seal.line({"type": "done"}), flush=True)
 """,
     )
     source = _source(tmp_path)
@@ -378,7 +412,9 @@ def test_another_process_on_the_gpu_is_named_in_the_result(task, monkeypatch, tm
         f"""
 import json, sys
 req = json.loads(sys.stdin.read())
-def emit(m): print(json.dumps(m), flush=True)
+from kernelseek_tui.evaluate.protocol_seal import Sealer
+seal = Sealer.from_request(req)  # the judge reads only lines sealed with its key
+def emit(m): print(seal.line(m), flush=True)
 emit({{"type": "device", "name": "stand-in", "index": "0", "uuid": "{uuid_hex}"}})
 for s in req["scenarios"]:
     emit({{"type": "scenario", "result": {{"name": s["name"], "set": s["set"],

@@ -26,7 +26,9 @@ STAND_IN = """
 import json, os, signal, sys, time
 req = json.loads(sys.stdin.read())
 device = os.environ.get("CUDA_VISIBLE_DEVICES")
-def emit(m): print(json.dumps(m), flush=True)
+from kernelseek_tui.evaluate.protocol_seal import Sealer
+seal = Sealer.from_request(req)  # the judge reads only lines sealed with its key
+def emit(m): print(seal.line(m), flush=True)
 emit({"type": "device", "name": "stand-in", "index": device})
 if device == os.environ.get("STAND_IN_BROKEN_GPU"):
     os.kill(os.getpid(), signal.SIGKILL)

@@ -27,7 +27,9 @@ import json, os, re, signal, sys, time
 request = json.loads(sys.stdin.read())
 device = os.environ.get("CUDA_VISIBLE_DEVICES")
 started = time.monotonic()
-def emit(m): print(json.dumps(m), flush=True)
+from kernelseek_tui.evaluate.protocol_seal import Sealer
+seal = Sealer.from_request(request)  # the judge reads only lines sealed with its key
+def emit(m): print(seal.line(m), flush=True)
 emit({"type": "device", "name": "stand-in", "index": device, "uuid": f"GPU-uuid-{device}"})
 if device == os.environ.get("STAND_IN_BROKEN_GPU"):
     os.kill(os.getpid(), signal.SIGKILL)

@@ -51,7 +51,9 @@ text = sys.stdin.read()
 if not text:
     sys.exit(0)
 request = json.loads(text)
-def emit(m): print(json.dumps(m), flush=True)
+from kernelseek_tui.evaluate.protocol_seal import Sealer
+seal = Sealer.from_request(request)  # the judge reads only lines sealed with its key
+def emit(m): print(seal.line(m), flush=True)
 emit({"type": "device", "name": "stand-in", "index": "0", "pid": os.getpid(),
       "spawned": spawned})
 for s in request["scenarios"]:

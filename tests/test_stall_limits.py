@@ -92,7 +92,9 @@ import json, os, sys, time
 from pathlib import Path
 from kernelseek_tui.evaluate.baseline_cache import BaselineCache
 req = json.loads(sys.stdin.read())
-def emit(m): print(json.dumps(m), flush=True)
+from kernelseek_tui.evaluate.protocol_seal import Sealer
+seal = Sealer.from_request(req)  # the judge reads only lines sealed with its key
+def emit(m): print(seal.line(m), flush=True)
 device = {"name": "stand-in", "index": "0", "uuid": "GPU-standin"}
 cache = BaselineCache(Path(req["baseline_cache"]), req["baseline_key"], device)
 first = req["scenarios"][0]

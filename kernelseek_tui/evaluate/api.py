@@ -36,6 +36,7 @@ from kernelseek_tui.evaluate.comparators import load_module
 from kernelseek_tui.evaluate.gpu_sharing import GpuProcess, check_sharing
 from kernelseek_tui.evaluate.noise import geomean_noise
 from kernelseek_tui.evaluate.paired import PairedKernel, paired_speedup
+from kernelseek_tui.evaluate.protocol_seal import KEY_FIELD, ForgedLine, new_key, open_line
 from kernelseek_tui.evaluate.result import (
     EvalResult,
     PeerTiming,
@@ -258,6 +259,8 @@ def evaluate(
         "peers": list(task.comparators),
         "isolation": chosen_isolation,
         "sandbox_host": sandbox_host,
+        # Fresh per evaluation: the worker seals each line with it (evaluate/protocol_seal.py).
+        KEY_FIELD: new_key(),
     }
     limit = timeout_s if timeout_s is not None else task.eval_timeout_s
     limits = stall_limits or StallLimits()
@@ -395,6 +398,7 @@ def _run_worker(
     selector.register(process.stdout, selectors.EVENT_READ)
     buffer = b""
     stopped_for: str | None = None
+    forgery: str | None = None  # a line the worker did not seal: the evaluation ends there
     # Who else is on the GPU, for a timed evaluation: looked at once the worker holds its
     # context (its device line), and again at the end.
     timed = any(s.get("timed") for s in request["scenarios"])
@@ -419,7 +423,18 @@ def _run_worker(
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
-            message = json.loads(line)
+            try:
+                message = open_line(request[KEY_FIELD], line)
+            except ForgedLine as forged:
+                # Nothing after it can be trusted either: the evaluation ends here, failed.
+                fatal = {
+                    "type": "fatal",
+                    "kind": "fail",
+                    "reason": f"the worker's protocol carried {forged} (written by the "
+                    "candidate into the judge's pipe?)",
+                }
+                stopped_for = forgery = str(forged)
+                break
             kind = message["type"]
             if kind == "device":
                 _mark(result, "device", started)
@@ -447,7 +462,7 @@ def _run_worker(
                 fatal = message
             elif kind == "done":
                 finished = True
-        if finished:
+        if finished or forgery:
             break
     selector.close()
     if stopped_for is not None:

@@ -9,7 +9,8 @@ without a line.
 It runs in its own process so that a hung kernel, an illegal address or a segfault ends only
 this evaluation: the parent kills or buries the process and names the reason. The protocol goes
 to a private copy of the original stdout; fd 1 itself is pointed at stderr, so a kernel's own
-printf can never corrupt the protocol.
+printf can never corrupt the protocol, and each line is sealed with the request's key
+(``protocol_seal``), so a line the kernel writes to that copy on purpose is told from ours.
 
 Lines: {"type": "device", ...}, {"type": "progress", "index", "total", "scenario", "phase"},
 {"type": "scenario", "result": {...}, "baseline_ms": float | null}, {"type": "fatal",
@@ -44,6 +45,7 @@ from kernelseek_tui.evaluate.gate import StreamGate
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
+from kernelseek_tui.evaluate.protocol_seal import Sealer
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
 from kernelseek_tui.evaluate.sandbox_host import SandboxError
 from kernelseek_tui.evaluate.sandboxed_kernel import SandboxedKernel
@@ -1058,10 +1060,11 @@ def main(argv: list[str] | None = None) -> int:
     # A kernel's process that dies while this one waits on the GPU is reported from its
     # watcher thread (Evaluation._load): one line at a time.
     emitting = threading.Lock()
+    sealer = Sealer(None)  # the request brings the key; nothing is emitted before it
 
     def emit(message: dict[str, Any]) -> None:
         with emitting:
-            protocol.write(json.dumps(message, default=str) + "\n")
+            protocol.write(sealer.line(message) + "\n")
             protocol.flush()
 
     # Everything that does not depend on the request is ready before it is read: a worker
@@ -1076,6 +1079,7 @@ def main(argv: list[str] | None = None) -> int:
     if not text.strip():
         return 0  # nothing was asked: nothing to answer
     request = json.loads(text)
+    sealer = Sealer.from_request(request)
     try:
         if isinstance(prepared, Exception):
             raise prepared
