@@ -429,6 +429,25 @@ def test_the_real_worker_started_ahead_still_answers_no_gpu_stack_cleanly() -> N
     assert done.returncode == 3
 
 
+@pytest.mark.skipif(_cupy_importable(), reason="answers without a GPU stack only")
+def test_the_real_worker_seals_its_lines_with_the_requests_key() -> None:
+    from kernelseek_tui.evaluate.protocol_seal import KEY_FIELD, ForgedLine, new_key, open_line
+
+    key = new_key()
+    request = {"task_dir": str(TASK_DIR), "seed": 1, "scenarios": [], KEY_FIELD: key}
+    done = subprocess.run(
+        _real_worker(),
+        input=json.dumps(request).encode(),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    lines = done.stdout.splitlines()
+    assert [open_line(key, line)["type"] for line in lines] == ["fatal"]
+    with pytest.raises(ForgedLine):
+        open_line(new_key(), lines[0])
+
+
 def test_the_real_worker_given_up_before_its_request_exits_without_a_line() -> None:
     closed = subprocess.run(
         _real_worker("--task-dir", str(TASK_DIR)),
