@@ -33,6 +33,7 @@ EXPECTED = {
     "executable_stack.cu": "asks for an executable stack",
     "exit_handler.cu": "registers 1 function(s) to run at exit beyond nvcc's own",
     "host_callback.cu": "calls forbidden symbol 'cudaLaunchHostFunc'",
+    "device_limit.cu": "calls forbidden symbol 'cudaDeviceSetLimit'",
     "thread.cu": "calls 'pthread_create', outside the task's allowed_symbols",
     "environment.cu": "calls 'getenv', outside the task's allowed_symbols",
 }
