@@ -34,6 +34,7 @@ EXPECTED = {
     "exit_handler.cu": "registers 1 function(s) to run at exit beyond nvcc's own",
     "host_callback.cu": "calls forbidden symbol 'cudaLaunchHostFunc'",
     "device_limit.cu": "calls forbidden symbol 'cudaDeviceSetLimit'",
+    "thread_exit_destructor.cu": "registers 1 function(s) to run at exit beyond nvcc's own",
     "thread.cu": "calls 'pthread_create', outside the task's allowed_symbols",
     "environment.cu": "calls 'getenv', outside the task's allowed_symbols",
 }

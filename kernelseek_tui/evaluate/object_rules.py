@@ -24,7 +24,14 @@ _DRIVER_FUNCTION = re.compile(r"^cu[A-Z]")
 NVCC_CONSTRUCTORS = 1
 # ... and registers its unregistration with one call to atexit.
 NVCC_EXIT_HANDLERS = 1
-_EXIT_REGISTRATION = ("atexit", "__cxa_atexit", "at_quick_exit", "on_exit")
+_EXIT_REGISTRATION = (
+    "atexit",
+    "__cxa_atexit",
+    "__cxa_thread_atexit",
+    "__cxa_thread_atexit_impl",
+    "at_quick_exit",
+    "on_exit",
+)
 _SYSCALL = re.compile(r"\s(syscall|sysenter|int\s+\$0x80)\b")
 # The same instructions as bytes (syscall, sysenter, int $0x80), found at any offset of code.
 _SYSCALL_BYTES = (b"\x0f\x05", b"\x0f\x34", b"\xcd\x80")
@@ -89,8 +96,8 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
     if handlers > NVCC_EXIT_HANDLERS:
         reasons.append(
             f"registers {handlers - NVCC_EXIT_HANDLERS} function(s) to run at exit beyond nvcc's "
-            "own (atexit, or a function-local static with a destructor): code must run only in "
-            "ks_launch"
+            "own (atexit, a function-local static or thread_local with a destructor): code must "
+            "run only in ks_launch"
         )
     sections = read_sections(obj)
     for name in sorted({n for n, _, _ in sections if n in (".init", ".fini")}):
