@@ -119,7 +119,9 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
             where = ", ".join(hidden[:3])
             reasons.append(
                 f"contains a raw system-call instruction, as bytes inside other code ({where}), "
-                "which a jump into the middle of an instruction would run"
+                "which a jump into the middle of an instruction would run (honest host code can "
+                "hold these bytes by accident, in a constant or a jump's distance: a small change "
+                "to the host code there moves them)"
             )
     return reasons
 
