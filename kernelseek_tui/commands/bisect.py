@@ -9,10 +9,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelseek_tui.commands.common import add_traces_argument
 from kernelseek_tui.errors import KernelseekError
+
+if TYPE_CHECKING:  # imported where used: the command's module stays light for `--help`
+    from kernelseek_tui.evaluate.result import EvalResult
+    from kernelseek_tui.history import Candidate
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bisect(args: argparse.Namespace, session_dir: Path, scratch: Path) -> int:
-    from kernelseek_tui.evaluate.result import EvalResult
     from kernelseek_tui.history import (
         BisectProgress,
         bisect_candidates_parallel,
@@ -197,7 +200,7 @@ def asked_before(chain: list[Any], found: Any) -> int:
     return first
 
 
-def measured_line(result: Any, recorded: Any | None) -> str:
+def measured_line(result: EvalResult, recorded: Candidate | None) -> str:
     """What one evaluation measured, beside what the session recorded for the same candidate:
     the figures a bisect's verdicts rest on, so a verdict near the bar can be read against the
     noise (``recorded`` is the session's :class:`Candidate`, None for the start)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 from kernelseek_tui.task import DependencyRule
 
@@ -81,7 +82,9 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
         for name in sorted(set(symbols) - set(bad) - set(driver)):
             if not matches(name, rule.allowed_symbols):
                 reasons.append(f"calls {name!r}, outside the task's allowed_symbols")
-    constructors, destructors = loader_entries(obj)
+    # One relocation listing serves both counts below.
+    relocations = run_tool(["readelf", "-rW", str(obj)], 60).stdout
+    constructors, destructors = loader_entries(relocations)
     if constructors > NVCC_CONSTRUCTORS:
         reasons.append(
             f"has {constructors - NVCC_CONSTRUCTORS} load-time constructor(s) of its own "
@@ -92,7 +95,7 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
             f"has {destructors} unload-time destructor(s) (__attribute__((destructor)) or "
             ".fini_array entries): code must run only in ks_launch"
         )
-    handlers = exit_registrations(obj)
+    handlers = exit_registrations(relocations)
     if handlers > NVCC_EXIT_HANDLERS:
         reasons.append(
             f"registers {handlers - NVCC_EXIT_HANDLERS} function(s) to run at exit beyond nvcc's "
@@ -100,7 +103,7 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
             "run only in ks_launch"
         )
     sections = read_sections(obj)
-    for name in sorted({n for n, _, _ in sections if n in (".init", ".fini")}):
+    for name in sorted({s.name for s in sections if s.name in (".init", ".fini")}):
         reasons.append(
             f"has code in the {name} section, which the loader runs on its own: code must run "
             "only in ks_launch"
@@ -126,13 +129,12 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
     return reasons
 
 
-def loader_entries(obj: Path) -> tuple[int, int]:
-    """Functions the loader runs on its own: relocations in .init_array, .preinit_array and
-    .ctors (constructors), and in .fini_array and .dtors (destructors), priority suffixes
-    included."""
-    listing = run_tool(["readelf", "-rW", str(obj)], 60).stdout
+def loader_entries(relocations: str) -> tuple[int, int]:
+    """Functions the loader runs on its own, from ``readelf -rW``'s listing: relocations in
+    .init_array, .preinit_array and .ctors (constructors), and in .fini_array and .dtors
+    (destructors), priority suffixes included."""
     constructors = destructors = 0
-    for section in re.split(r"\nRelocation section '", listing):
+    for section in re.split(r"\nRelocation section '", relocations):
         name = section.split("'", 1)[0]
         found = re.search(r"contains (\d+) entr", section)
         entries = int(found.group(1)) if found else 0
@@ -143,21 +145,25 @@ def loader_entries(obj: Path) -> tuple[int, int]:
     return constructors, destructors
 
 
-def exit_registrations(obj: Path) -> int:
-    """References to the functions that register code to run at exit (each call site or taken
-    address is one relocation): nvcc's glue makes one."""
-    listing = run_tool(["readelf", "-rW", str(obj)], 60).stdout
+def exit_registrations(relocations: str) -> int:
+    """References to the functions that register code to run at exit, from ``readelf -rW``'s
+    listing (each call site or taken address is one relocation): nvcc's glue makes one."""
     count = 0
-    for line in listing.splitlines():
+    for line in relocations.splitlines():
         fields = line.split()
         if len(fields) >= 5 and fields[4].split("@", 1)[0] in _EXIT_REGISTRATION:
             count += 1
     return count
 
 
-def read_sections(obj: Path) -> list[tuple[str, int, int]]:
-    """The object's sections that hold bytes in the file and are executable, and every other
-    by name: (name, file offset, size), size 0 for those not executable."""
+class Section(NamedTuple):
+    name: str
+    offset: int  # in the file
+    size: int
+    code: bool  # executable, with bytes in the file
+
+
+def read_sections(obj: Path) -> list[Section]:
     listing = run_tool(["readelf", "-SW", str(obj)], 60).stdout
     sections = []
     for line in listing.splitlines():
@@ -165,8 +171,8 @@ def read_sections(obj: Path) -> list[tuple[str, int, int]]:
         if match is None:
             continue
         name, kind, offset, size, flags = match.groups()
-        executable = "X" in flags and kind != "NOBITS"
-        sections.append((name, int(offset, 16), int(size, 16) if executable else 0))
+        code = "X" in flags and kind != "NOBITS"
+        sections.append(Section(name, int(offset, 16), int(size, 16), code))
     return sections
 
 
@@ -181,13 +187,15 @@ def indirect_functions(obj: Path) -> list[str]:
     return sorted(set(names))
 
 
-def syscall_bytes(obj: Path, sections: list[tuple[str, int, int]]) -> list[str]:
+def syscall_bytes(obj: Path, sections: list[Section]) -> list[str]:
     """Where the bytes of a system-call instruction sit in executable sections (section+offset):
     a disassembly reads code from the start, so two bytes inside another instruction's operand
     look harmless to it, and a jump to them runs them."""
     data = obj.read_bytes()
     found = []
-    for name, offset, size in sections:
+    for name, offset, size, is_code in sections:
+        if not is_code:
+            continue
         code = data[offset : offset + size]
         for pattern in _SYSCALL_BYTES:
             at = code.find(pattern)
