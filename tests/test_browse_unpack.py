@@ -139,3 +139,45 @@ def test_a_synthetic_trace_without_a_repository_loads(tmp_path: Path) -> None:
     data = load_session(session_dir)
     assert data.history is None and data.history_problem
     assert counts(data.table)["tool_calls"] == 50
+
+
+CLIMB = "climb-20261205-224256"
+TUNER_PASS = "gpu-tuner-20261206-035949"
+
+
+def _git_show(repo: str, what: str) -> bytes:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", repo, "show", what], capture_output=True, check=True
+    ).stdout
+
+
+def test_the_tuner_pass_starts_from_the_climbs_last_kernel(demo_root: Path) -> None:
+    # The demo says the tuner pass searched the knobs of the climb's last version: the kernel
+    # at the pass's start must be the climb's last candidate's, byte for byte.
+    climb = load_session(demo_root / CLIMB)
+    tuner = load_session(demo_root / TUNER_PASS)
+    assert climb.history is not None and tuner.history is not None
+    last = max(climb.history.candidates(), key=lambda c: c.n)
+    climb_meta = json.loads((demo_root / CLIMB / "session.json").read_text())
+    tuner_meta = json.loads((demo_root / TUNER_PASS / "session.json").read_text())
+    kernel = "kernels/flash_fwd/sm90.cu"
+    assert _git_show(tuner_meta["repo"], f"{tuner_meta['base_sha']}:{kernel}") == _git_show(
+        climb_meta["repo"], f"{last.sha}:{kernel}"
+    )
+
+
+@pytest.mark.parametrize(("name", "card"), [(CLIMB, "H100"), (TUNER_PASS, "H200")])
+def test_a_recorded_session_names_the_card_every_evaluation_ran_on(
+    demo_root: Path, name: str, card: str
+) -> None:
+    meta = json.loads((demo_root / name / "session.json").read_text())
+    assert card in meta["recorded"]
+    data = load_session(demo_root / name)
+    evals = [r for r in data.table.to_pylist() if r["kind"] == "eval"]
+    assert evals
+    for row in evals:
+        result = eval_result_at(data.session_dir, data.table, row["seq"])
+        assert result is not None
+        assert card in result.device.get("name", ""), (name, row["seq"])

@@ -16,8 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="open the TUI on the recorded demo sessions (offline)",
         description="Unpacks the sessions recorded in traces/demo (this project's own climb of "
-        "the Hopper kernel replayed and judged on an H100, a tuner session measured on an "
-        "H200, and a scripted claude session whose numbers are stand-ins) into a directory "
+        "the Hopper kernel replayed and judged on an H100, a tuner pass over the knobs of its "
+        "last version and a tuner session on the starting kernel, both measured on an H200, "
+        "and a scripted claude session whose numbers are stand-ins) into a directory "
         "with their git repositories, then opens the TUI on one of them.",
     )
     parser.add_argument(
