@@ -148,9 +148,7 @@ TUNER_PASS = "gpu-tuner-20261206-035949"
 def _git_show(repo: str, what: str) -> bytes:
     import subprocess
 
-    return subprocess.run(
-        ["git", "-C", repo, "show", what], capture_output=True, check=True
-    ).stdout
+    return subprocess.run(["git", "-C", repo, "show", what], capture_output=True, check=True).stdout
 
 
 def test_the_tuner_pass_starts_from_the_climbs_last_kernel(demo_root: Path) -> None:
