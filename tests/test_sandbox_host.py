@@ -56,6 +56,7 @@ def candidate(tmp_path: Path, body: str, name: str = "candidate") -> Path:
             #include <string.h>
             void ks_fake_fault(void);
             void ks_fake_leave_work(void *stream);
+            void ks_fake_busy_ms(long ms);
             int ks_launch(void **t, const int64_t *n, const double *f, void *stream) {
                 (void)stream;
             """
@@ -223,6 +224,24 @@ def test_work_left_on_a_default_stream_is_named(
             rig.host.ask("call", 0, 0)
         # DONE was recorded all the same: the judge's stream waits on it.
         assert rig.log.read_text().splitlines()[-1] == "record done0"
+    finally:
+        rig.host.close()
+
+
+def test_devsync_reports_how_long_the_kernels_process_waited(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # The judge takes an isolated run's tail from this figure, not from the pipe's round trip
+    # (timing._run_tail_ms): it must be the wait for the work the candidate left, by the host's
+    # clock.
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, "ks_fake_busy_ms(40); return 0;"))
+    try:
+        rig.bind([], [])
+        assert rig.host.ask("call", 0, 0) == "0"
+        waited_us = int(rig.host.ask("devsync"))
+        assert 40_000 <= waited_us < 1_000_000
+        assert int(rig.host.ask("devsync")) < 40_000  # nothing left: an idle synchronize
+        assert rig.host.ask("sync") == ""  # the stream's synchronize reports no figure
     finally:
         rig.host.close()
 

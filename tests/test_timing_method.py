@@ -432,3 +432,36 @@ def test_the_worker_names_the_check_that_saw_hidden_work_with_its_figures() -> N
         "against 0.500 ms on the stream"
     )
     assert reasons(TimingStats(median_ms=0.6, max_tail_ms=0.99, tail_limit_ms=1.0)) == []
+
+
+@pytest.mark.parametrize("method", ["flushed", "batched"])
+def test_an_isolated_runs_tail_is_the_wait_its_process_reports_not_the_round_trip(method) -> None:
+    # Kernels in processes of their own: `settle` reports how long their device synchronize
+    # waited. A stall of the pipe around an idle wait (5 ms here) is not work of the kernel's and
+    # must not fail it; a reported wait of 3 ms is, and must.
+    timing = Timing(method=method, warmup_ms=1, rep_ms=5, min_reps=5, max_reps=20)
+
+    def stalled_but_idle() -> float:
+        time.sleep(0.005)
+        return 0.02
+
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.call, 1, timing, settle=stalled_but_idle)
+    assert not stats.hidden_by_tail
+    assert stats.max_tail_ms is not None and stats.max_tail_ms < 1.0
+
+    def waited_for_left_work() -> float:
+        time.sleep(0.003)
+        return 3.0
+
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.call, 1, timing, settle=waited_for_left_work)
+    assert stats.hidden_by_tail
+    assert stats.max_tail_ms is not None and stats.max_tail_ms >= 3.0
+
+
+def test_a_reported_wait_never_makes_a_tail_longer_than_the_round_trip() -> None:
+    timing = Timing(method="flushed", warmup_ms=1, rep_ms=5, min_reps=5, max_reps=20)
+    gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+    stats = time_calls(gpu.cp, gpu.stream, gpu.call, 1, timing, settle=lambda: 50.0)
+    assert stats.max_tail_ms is not None and stats.max_tail_ms < 1.0

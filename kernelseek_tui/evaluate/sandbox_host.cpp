@@ -26,7 +26,11 @@
 //   call <b> <k>                          wait GO[k], ks_launch(bind b), record DONE[k];
 //                                         replies "ok <return code>"
 //   sync                                  cudaStreamSynchronize; "ok" or "error <cuda error>"
-//   devsync                               cudaDeviceSynchronize (every stream of this process)
+//   devsync                               cudaDeviceSynchronize (every stream of this process);
+//                                         replies "ok <microseconds it waited>" (the judge
+//                                         takes a measured run's tail from that, not from the
+//                                         pipe's round trip, whose scheduling stalls are not
+//                                         the kernel's work)
 //   quit
 //
 // The candidate's printf goes to fd 1, which the judge points at its own stderr.
@@ -285,9 +289,16 @@ std::string command_call(const std::vector<std::string> &w) {
 }
 
 std::string command_sync(bool device) {
+    timespec began, ended;
+    clock_gettime(CLOCK_MONOTONIC, &began);
     cudaError_t error = device ? cudaDeviceSynchronize() : cudaStreamSynchronize(g_stream);
+    clock_gettime(CLOCK_MONOTONIC, &ended);
     if (error == cudaSuccess) error = cudaGetLastError();
-    return error == cudaSuccess ? "ok" : "error " + cuda_text(error);
+    if (error != cudaSuccess) return "error " + cuda_text(error);
+    if (!device) return "ok";
+    long long waited_us = (static_cast<long long>(ended.tv_sec - began.tv_sec) * 1000000000LL +
+                           (ended.tv_nsec - began.tv_nsec)) / 1000;
+    return "ok " + std::to_string(waited_us);
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ from typing import Any
 
 from kernelseek_tui.evaluate.buffers import GuardedTensor
 from kernelseek_tui.evaluate.sandbox_host import (
+    SandboxError,
     SandboxHost,
     bind_command,
     host_executable,
@@ -150,10 +151,20 @@ class SandboxedKernel:
         self._passed[k].record(self._stream)
         return code
 
-    def settle(self) -> None:
+    def settle(self) -> float:
         """Wait for every stream of the kernel's process (the judge's device synchronize does
-        not reach another process's work)."""
-        self._host.ask("devsync")
+        not reach another process's work); returns how long that process's device synchronize
+        waited, in milliseconds, by its own clock: the pipe's round trip around it is not work
+        of the kernel's, and a stall in it must not read as a tail (docs/RELIABILITY.md)."""
+        reply = self._host.ask("devsync")
+        try:
+            return int(reply) / 1000.0
+        except ValueError as error:
+            raise SandboxError(
+                f"{self.who}'s process answered devsync with {reply[:80]!r}, not the "
+                "microseconds it waited",
+                self._host.kind,
+            ) from error
 
     def check(self) -> None:
         """Raise SandboxError when the kernel's stream holds an error."""

@@ -298,9 +298,10 @@ class Evaluation:
         """A tensor for the kernels: in an allocation of its own when they run elsewhere."""
         return allocate(self.cp, spec, shape, shared=self.isolated)
 
-    def _settle(self) -> None:
-        for kernel in self.sandboxes:
-            kernel.settle()
+    def _settle(self) -> float:
+        """Wait for every kernel's process; the milliseconds their device synchronizes waited,
+        one after another (timing's ``settle``)."""
+        return sum(kernel.settle() for kernel in self.sandboxes)
 
     def release_shared(self) -> None:
         """The end of a scenario: the kernels' processes unmap its buffers before they go."""

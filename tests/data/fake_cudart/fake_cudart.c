@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct KsFakeStream { int unused; };
@@ -86,8 +87,20 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
     return fault_pending ? cudaErrorIllegalAddress : cudaSuccess;
 }
 
+/* Work the candidate left for the device: the next device synchronize waits this long. */
+static long busy_ms = 0;
+
+void ks_fake_busy_ms(long ms) { busy_ms = ms; }
+
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return cudaStreamQuery(stream); }
-cudaError_t cudaDeviceSynchronize(void) { return cudaStreamQuery(&the_stream); }
+cudaError_t cudaDeviceSynchronize(void) {
+    if (busy_ms > 0) {
+        struct timespec pause = {busy_ms / 1000, (busy_ms % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+        busy_ms = 0;
+    }
+    return cudaStreamQuery(&the_stream);
+}
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
