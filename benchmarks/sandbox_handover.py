@@ -12,12 +12,17 @@
 Prints Markdown tables with the machine; writes the raw numbers as JSON under ``--out``.
 
     python3 benchmarks/sandbox_handover.py [--out DIR] [--rounds 4] [--shapes 6]
+        [--handover events|counters]
+
+``--handover``: how each call is handed to the kernel's process (evaluate/stream_counters.py),
+for both parts; it sets ``KERNELSEEK_HANDOVER`` for the evaluations' workers.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -27,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.evaluate.api import evaluate
+from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE, HANDOVERS
 from kernelseek_tui.task import Task, TensorSpec, Timing, load_task
 
 EMPTY = r"""
@@ -40,7 +46,7 @@ extern "C" int ks_launch(void **, const int64_t *, const double *, void *stream)
 """
 
 
-def empty_kernel_handover(rounds: int) -> dict[str, list[float]]:
+def empty_kernel_handover(rounds: int, handover: str) -> dict[str, list[float]]:
     import cupy as cp
 
     from kernelseek_tui.evaluate.buffers import allocate
@@ -71,7 +77,9 @@ def empty_kernel_handover(rounds: int) -> dict[str, list[float]]:
     # What a process of its own costs an evaluation once per kernel: start, context, events,
     # load (the worker makes up to three: the candidate, the starting kernel, the best so far).
     began = time.perf_counter()
-    isolated = SandboxedKernel(library, cp=cp, stream=stream, who="the empty kernel")
+    isolated = SandboxedKernel(
+        library, cp=cp, stream=stream, who="the empty kernel", handover=handover
+    )
     start_ms = (time.perf_counter() - began) * 1000.0
     kernels: dict[str, Any] = {"in-process": Kernel(str(library)), "process": isolated}
     # As the worker times them: the isolated kernel behind the gate, the in-process one without.
@@ -121,16 +129,18 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--shapes", type=int, default=6)
+    parser.add_argument("--handover", choices=HANDOVERS, default="events")
     args = parser.parse_args()
+    os.environ[HANDOVER_VARIABLE] = args.handover  # the evaluations' workers read it
     args.out.mkdir(parents=True, exist_ok=True)
     gpu = subprocess.run(
         ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
         capture_output=True,
         text=True,
     ).stdout.strip()
-    print(f"machine: {gpu}; {platform.node()}")
+    print(f"machine: {gpu}; {platform.node()}; hand-over: {args.handover}")
 
-    medians = empty_kernel_handover(args.rounds)
+    medians = empty_kernel_handover(args.rounds, args.handover)
     print("\n| empty kernel, flushed | median of medians (us) | per round (us) |\n|---|---|---|")
     for name in ("in-process", "process"):
         rounds = ", ".join(f"{v:.1f}" for v in medians[name])
@@ -139,8 +149,8 @@ def main() -> int:
     handover = statistics.median(medians["process"]) - statistics.median(medians["in-process"])
     print(f"\nhand-over added per call: {handover:.1f} us")
 
-    record: dict[str, Any] = {"machine": gpu, "empty_us": medians}
-    out = args.out / "sandbox_handover.json"
+    record: dict[str, Any] = {"machine": gpu, "handover": args.handover, "empty_us": medians}
+    out = args.out / f"sandbox_handover-{args.handover}.json"
     out.write_text(json.dumps(record, indent=2))  # the hand-over kept, whatever follows
     task = load_task(args.task)
     shapes = bench_shapes(task, args.shapes)

@@ -431,3 +431,16 @@ emit({{"type": "done"}})
     assert "warning: the GPU was shared during this evaluation (pid 999999" in format_summary(
         result
     )
+
+
+def test_an_isolated_result_says_how_its_calls_were_handed_over() -> None:
+    from kernelseek_tui.evaluate.result import EvalResult
+
+    result = EvalResult(eval_id="e", verdict="pass", isolation="process", handover="counters")
+    assert "calls handed over by counters" in format_summary(result)
+    again = EvalResult.from_json(result.to_json())
+    assert (again.isolation, again.handover) == ("process", "counters")
+    # A result written before the field existed still reads.
+    data = result.to_dict()
+    del data["handover"]
+    assert EvalResult.from_dict(data).handover is None

@@ -5,6 +5,10 @@ process (evaluate/sandboxed_kernel.py): the honest ones pass, each broken or che
 with the reason it gets in-process (or the reason the host gives for the same cause), and the
 kernel's process is shown to hold no Python. Written 2026-12-04 on a machine with no GPU; the
 CPU side of the host is tested in tests/test_sandbox_host.py.
+
+Every test here runs with the hand-over ``KERNELSEEK_HANDOVER`` names (events by default); run
+the file once more with ``KERNELSEEK_HANDOVER=counters`` for the other
+(evaluate/stream_counters.py).
 """
 
 from __future__ import annotations
@@ -42,6 +46,14 @@ def test_the_starting_kernel_passes_all_182_in_a_process_of_its_own(task) -> Non
     result = isolated(task, task.source, sets=["correctness"], random_count=0, compare=False)
     assert result.verdict == "pass", result.reasons
     assert result.summary.passed == result.summary.total == 182
+
+
+def test_the_result_names_the_hand_over_its_calls_went_through(task) -> None:
+    from kernelseek_tui.evaluate.stream_counters import default_handover
+
+    result = small(task, task.source)
+    assert result.verdict == "pass", result.reasons
+    assert (result.isolation, result.handover) == ("process", default_handover())
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

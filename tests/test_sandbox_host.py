@@ -246,6 +246,31 @@ def test_devsync_reports_how_long_the_kernels_process_waited(
         rig.host.close()
 
 
+def test_with_counters_the_host_waits_for_go_before_the_call_and_writes_done_after(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    rig = Rig(fake_host, short_dir, candidate(tmp_path, SCALE_AND_ADD))
+    counters = short_dir / "counters"
+    counters.write_bytes(bytes(128))
+    try:
+        rig.bind([10], [0.5])
+        with pytest.raises(SandboxError, match="counters are not mapped"):
+            rig.host.ask("count", 0, 1)
+        rig.host.ask("counters", handle(str(counters)))
+        # GO is still 0: on a GPU the call would wait; the stand-in's wait fails instead, and
+        # the candidate must not have run.
+        with pytest.raises(SandboxError, match="cuStreamWaitValue32 failed"):
+            rig.host.ask("count", 0, 1)
+        assert read_floats(rig.outputs, 4) == [0.0, 0.0, 0.0, 0.0]
+        counters.write_bytes(struct.pack("=I", 1) + bytes(124))  # the judge's GO = 1
+        assert rig.host.ask("count", 0, 1) == "0"
+        assert read_floats(rig.outputs, 4) == [10.5, 11.0, 11.5, 12.0]
+        assert struct.unpack("=I", counters.read_bytes()[64:68]) == (1,)  # DONE = 1
+        assert rig.log.read_text().splitlines()[-2:] == ["wait-value 1", "write-value 1"]
+    finally:
+        rig.host.close()
+
+
 def test_the_candidate_printing_does_not_reach_the_replies(
     fake_host: Path, tmp_path: Path, short_dir: Path
 ) -> None:

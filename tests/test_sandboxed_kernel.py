@@ -80,13 +80,31 @@ class StandInCupy:
             self.events[made.ptr] = made
             return made
 
+        self.directory: Path | None = None  # where cuda.Memory's files go (a short path)
+
+        def memory(size: int) -> SimpleNamespace:
+            assert self.directory is not None, "set directory before allocating"
+            base = (1 << 30) + len(self.files) * (1 << 20)
+            path = self.directory / f"m{len(self.files)}"
+            path.write_bytes(b"\xff" * size)  # not zero: the judge must clear it
+            self.files[base] = path
+            return SimpleNamespace(ptr=base)
+
+        def memset(ptr: int, value: int, size: int) -> None:
+            path = self.files[ptr]
+            data = bytearray(path.read_bytes())
+            data[:size] = bytes([value]) * size
+            path.write_bytes(bytes(data))
+
         self.cuda = SimpleNamespace(
             Device=lambda: SimpleNamespace(id=0),
             Event=event,
+            Memory=memory,
             runtime=SimpleNamespace(
                 getDeviceProperties=lambda device: {"uuid": self.uuid},
                 ipcGetEventHandle=lambda ptr: handle(self.events[ptr].name),
                 ipcGetMemHandle=lambda ptr: handle(str(self.files[ptr])),
+                memset=memset,
             ),
         )
         self.stream = SimpleNamespace(
@@ -239,3 +257,73 @@ def test_a_host_started_ahead_takes_its_kernel_and_its_name_later(
             call()
     finally:
         ahead.close()
+
+
+class StandInCounters:
+    """The driver's stream memory operations on the stand-in's file-backed allocations: a
+    write stores at once, a wait checks at once (work is synchronous here) and fails if short."""
+
+    def __init__(self, cupy: StandInCupy) -> None:
+        self.cupy = cupy
+
+    def _place(self, address: int) -> tuple[Path, int]:
+        base = max(b for b in self.cupy.files if b <= address)
+        return self.cupy.files[base], address - base
+
+    def write(self, stream: int, address: int, value: int) -> None:
+        path, offset = self._place(address)
+        data = bytearray(path.read_bytes())
+        data[offset : offset + 4] = struct.pack("=I", value)
+        path.write_bytes(bytes(data))
+        self.cupy.log.append(f"write {offset} {value}")
+
+    def wait(self, stream: int, address: int, value: int) -> None:
+        path, offset = self._place(address)
+        (now,) = struct.unpack("=I", path.read_bytes()[offset : offset + 4])
+        assert now >= value, f"the judge would wait forever: counter {now}, wanted {value}"
+        self.cupy.log.append(f"wait {offset} {value}")
+
+
+def test_with_counters_each_call_is_go_written_the_call_enqueued_done_waited_for(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    cupy = StandInCupy()
+    cupy.directory = short_dir
+    sandboxed = SandboxedKernel(
+        candidate(tmp_path),
+        cp=cupy,
+        stream=cupy.stream,
+        who="the candidate",
+        executable=fake_host,
+        handover="counters",
+        counters=StandInCounters(cupy),
+    )
+    try:
+        out = cupy.tensor(short_dir / "out", base=1 << 20)
+        call = sandboxed.bind_tensors([out], [5], [0.25], cupy.stream.ptr)
+        cupy.log.clear()
+        assert call() == 0
+        assert call() == 0
+        # The judge's stream: GO (byte 0) written, then DONE (byte 64) waited for, per call;
+        # no events at all.
+        assert cupy.log == ["write 0 1", "wait 64 1", "write 0 2", "wait 64 2"]
+        # The host's stream: GO waited for before the call, DONE written after it.
+        host_log = (short_dir / "log").read_text().splitlines()
+        assert host_log[-4:] == ["wait-value 1", "write-value 1", "wait-value 2", "write-value 2"]
+        assert floats(short_dir / "out") == (2.0, 5.0, 0.25)
+    finally:
+        sandboxed.close()
+
+
+def test_the_hand_over_is_chosen_by_name_and_a_wrong_name_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE, default_handover
+
+    monkeypatch.delenv(HANDOVER_VARIABLE, raising=False)
+    assert default_handover() == "events"
+    monkeypatch.setenv(HANDOVER_VARIABLE, "counters")
+    assert default_handover() == "counters"
+    monkeypatch.setenv(HANDOVER_VARIABLE, "pigeons")
+    with pytest.raises(ValueError, match="KERNELSEEK_HANDOVER must be one of events, counters"):
+        default_handover()

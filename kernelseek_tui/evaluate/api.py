@@ -53,6 +53,7 @@ from kernelseek_tui.evaluate.spare import (
     start_worker,
 )
 from kernelseek_tui.evaluate.stall import StallLimits, expected_call_ms, phase_limit
+from kernelseek_tui.evaluate.stream_counters import default_handover
 from kernelseek_tui.scenarios import Scenario
 from kernelseek_tui.task import ISOLATIONS, Task
 
@@ -238,6 +239,12 @@ def evaluate(
         # A call timed in another process carries the hand-over between the two: its cached
         # times are not the in-process ones.
         baseline_key = f"{baseline_key}-{chosen_isolation}"
+        try:
+            result.handover = default_handover()
+        except ValueError as error:
+            raise KernelseekError(str(error)) from None
+        if result.handover != "events":  # the keys from before there was a choice stay valid
+            baseline_key = f"{baseline_key}-{result.handover}"
         # Built here (once per machine, cached), so that a missing compiler is the request's
         # error, said before any worker starts, not a worker's failure.
         try:
@@ -258,6 +265,7 @@ def evaluate(
         "compare": compare,
         "peers": list(task.comparators),
         "isolation": chosen_isolation,
+        "handover": result.handover,
         "sandbox_host": sandbox_host,
         # Fresh per evaluation: the worker seals each line with it (evaluate/protocol_seal.py).
         KEY_FIELD: new_key(),

@@ -113,7 +113,10 @@ def format_summary(result: EvalResult) -> str:
             + "): its times may be slow by an unknown share"
         )
     if result.isolation != "in-process":
-        lines.append(f"isolation: {result.isolation} (each kernel judged in a process of its own)")
+        handed = f", calls handed over by {result.handover}" if result.handover else ""
+        lines.append(
+            f"isolation: {result.isolation} (each kernel judged in a process of its own{handed})"
+        )
     lines.append(
         f"speedup vs the starting kernel (geomean): {_fmt(s.geomean_speedup, '.3f')}x"
         + (f"  [{s.baseline_timing}]" if s.baseline_timing else "")

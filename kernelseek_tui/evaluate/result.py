@@ -107,6 +107,9 @@ class EvalResult:
     # Where the kernels ran while judged: "in-process" (loaded into the judge's worker) or
     # "process" (each in a process of its own): a figure's method, recorded with it.
     isolation: str = "in-process"
+    # With isolation "process", how each call was handed to a kernel's process: "events" or
+    # "counters" (evaluate/stream_counters.py); None in-process.
+    handover: str | None = None
     # Processes not ours on the GPU at the start or the end of a timed evaluation
     # (evaluate/gpu_sharing.py): [] checked and none; None not checked (no nvidia-smi, or one
     # that cannot see our own worker).

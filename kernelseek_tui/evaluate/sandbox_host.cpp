@@ -25,6 +25,15 @@
 //                                         the arguments of one input set
 //   call <b> <k>                          wait GO[k], ks_launch(bind b), record DONE[k];
 //                                         replies "ok <return code>"
+//   counters <mem-hex>                    the other hand-over: map the judge's allocation
+//                                         holding two 32-bit counters (GO at byte 0, DONE at
+//                                         byte 64) and fetch the driver's stream memory
+//                                         operations
+//   count <b> <n>                         wait until GO >= n (on the GPU, cuStreamWaitValue32),
+//                                         ks_launch(bind b), write DONE = n
+//                                         (cuStreamWriteValue32); replies "ok <return code>".
+//                                         Half the hand-over of events under MPS (docs/
+//                                         BENCHMARKS.md, "Handing a call to another process")
 //   sync                                  cudaStreamSynchronize; "ok" or "error <cuda error>"
 //   devsync                               cudaDeviceSynchronize (every stream of this process);
 //                                         replies "ok <microseconds it waited>" (the judge
@@ -67,6 +76,14 @@ int g_reply_fd = -1;
 int g_fault_fd = -1;
 
 cudaStream_t g_stream = nullptr;
+// The driver's stream memory operations (cuStreamWaitValue32, cuStreamWriteValue32), fetched
+// through the runtime so the host needs no link to the driver library. Their CUresult is an
+// int, CUstream a cudaStream_t, CUdeviceptr a 64-bit address; flags 0 are "wait until >="
+// (cyclic) and "write after the work before it, with a memory fence".
+typedef int (*StreamValue32)(cudaStream_t, unsigned long long, unsigned int, unsigned int);
+StreamValue32 g_wait_value = nullptr;
+StreamValue32 g_write_value = nullptr;
+unsigned long long g_go_counter = 0, g_done_counter = 0;
 std::map<int, cudaEvent_t> g_go, g_done;
 std::map<int, void *> g_buffers;
 std::map<int, Binding> g_bindings;
@@ -262,6 +279,21 @@ std::string command_bind(const std::vector<std::string> &w) {
     return "ok";
 }
 
+// The launch both hand-overs share: the candidate's call, then whether it left work on a
+// default stream. ``error`` is empty when all is well.
+int launch_candidate(Binding &args, std::string *error) {
+    int code = g_launch(args.tensors.data(), args.ints.data(), args.floats.data(), g_stream);
+    // The only other streams a kernel can reach (it may not create one) are the default ones;
+    // work left on them runs outside the judge's events, beside whatever it times next.
+    const char *other = nullptr;
+    if (cudaStreamQuery(cudaStreamLegacy) == cudaErrorNotReady) other = "the legacy default stream";
+    if (cudaStreamQuery(cudaStreamPerThread) == cudaErrorNotReady) other = "the per-thread stream";
+    if (other != nullptr)
+        *error = std::string("error work outside the given stream: ") + other +
+                 " still had work when ks_launch returned (kernels run on the stream it is given)";
+    return code;
+}
+
 std::string command_call(const std::vector<std::string> &w) {
     long long b = 0, k = 0;
     if (w.size() != 3 || !parse_long(w[1], &b) || !parse_long(w[2], &k))
@@ -272,20 +304,66 @@ std::string command_call(const std::vector<std::string> &w) {
     if (g_launch == nullptr) return "error the candidate is not loaded";
     cudaError_t error = cudaStreamWaitEvent(g_stream, g_go[static_cast<int>(k)], 0);
     if (error != cudaSuccess) return "error " + cuda_text(error);
-    Binding &args = binding->second;
-    int code = g_launch(args.tensors.data(), args.ints.data(), args.floats.data(), g_stream);
-    // DONE is recorded whatever ks_launch returned: the judge's stream waits on it.
+    std::string left;
+    int code = launch_candidate(binding->second, &left);
+    // DONE is recorded whatever ks_launch did: the judge's stream waits on it.
     error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);
     if (error != cudaSuccess) return "error " + cuda_text(error);
-    // The only other streams a kernel can reach (it may not create one) are the default ones;
-    // work left on them runs outside the judge's events, beside whatever it times next.
-    const char *other = nullptr;
-    if (cudaStreamQuery(cudaStreamLegacy) == cudaErrorNotReady) other = "the legacy default stream";
-    if (cudaStreamQuery(cudaStreamPerThread) == cudaErrorNotReady) other = "the per-thread stream";
-    if (other != nullptr)
-        return std::string("error work outside the given stream: ") + other +
-               " still had work when ks_launch returned (kernels run on the stream it is given)";
-    return "ok " + std::to_string(code);
+    return left.empty() ? "ok " + std::to_string(code) : left;
+}
+
+std::string fetch_driver_function(const char *name, StreamValue32 *out) {
+    void *function = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    cudaError_t error =
+        cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &found);
+#else
+    cudaError_t error = cudaGetDriverEntryPoint(name, &function, cudaEnableDefault, &found);
+#endif
+    if (error != cudaSuccess) return "error " + cuda_text(error);
+    if (found != cudaDriverEntryPointSuccess || function == nullptr)
+        return std::string("error the driver has no ") + name;
+    *out = reinterpret_cast<StreamValue32>(function);
+    return "ok";
+}
+
+std::string command_counters(const std::vector<std::string> &w) {
+    cudaIpcMemHandle_t handle;
+    if (w.size() != 2 || !decode_hex(w[1].c_str(), &handle, sizeof handle))
+        return "error usage: counters <mem-hex>";
+    if (g_go_counter != 0) return "error the counters are mapped already";
+    std::string fetched = fetch_driver_function("cuStreamWaitValue32", &g_wait_value);
+    if (fetched == "ok") fetched = fetch_driver_function("cuStreamWriteValue32", &g_write_value);
+    if (fetched != "ok") return fetched;
+    void *pointer = nullptr;
+    cudaError_t error = cudaIpcOpenMemHandle(&pointer, handle, cudaIpcMemLazyEnablePeerAccess);
+    if (error != cudaSuccess) return "error " + cuda_text(error);
+    g_go_counter = reinterpret_cast<unsigned long long>(pointer);
+    g_done_counter = g_go_counter + 64;  // a cache line of its own
+    return "ok";
+}
+
+std::string command_count(const std::vector<std::string> &w) {
+    long long b = 0, n = 0;
+    if (w.size() != 3 || !parse_long(w[1], &b) || !parse_long(w[2], &n) || n < 0 ||
+        n > 0xffffffffLL)
+        return "error usage: count <b> <n>";
+    auto binding = g_bindings.find(static_cast<int>(b));
+    if (binding == g_bindings.end()) return "error binding " + w[1] + " does not exist";
+    if (g_go_counter == 0) return "error the counters are not mapped (counters <mem-hex> first)";
+    if (g_launch == nullptr) return "error the candidate is not loaded";
+    unsigned int value = static_cast<unsigned int>(n);
+    int result = g_wait_value(g_stream, g_go_counter, value, 0);
+    if (result != 0)
+        return "error cuStreamWaitValue32 failed (CUresult " + std::to_string(result) + ")";
+    std::string error;
+    int code = launch_candidate(binding->second, &error);
+    // DONE is written whatever ks_launch did: the judge's stream waits on it.
+    result = g_write_value(g_stream, g_done_counter, value, 0);
+    if (result != 0)
+        return "error cuStreamWriteValue32 failed (CUresult " + std::to_string(result) + ")";
+    return error.empty() ? "ok " + std::to_string(code) : error;
 }
 
 std::string command_sync(bool device) {
@@ -345,6 +423,10 @@ int main(int argc, char **argv) {
             answer = command_bind(w);
         } else if (name == "call") {
             answer = command_call(w);
+        } else if (name == "counters") {
+            answer = command_counters(w);
+        } else if (name == "count") {
+            answer = command_count(w);
         } else if (name == "sync") {
             answer = command_sync(false);
         } else if (name == "devsync") {

@@ -18,6 +18,12 @@ on its previous record may still be pending, in either process: how a wait issue
 process sees a record issued in another, when more than one is outstanding, is the part of CUDA
 IPC this design does not lean on. The judge stays at most ``SLOTS`` calls ahead of the GPU.
 
+The other hand-over (``handover="counters"``, evaluate/stream_counters.py): two 32-bit
+counters in one allocation the host maps. For the n-th call the judge's stream writes GO = n,
+the host's stream waits on the GPU until GO >= n, runs ks_launch and writes DONE = n, and the
+judge's stream waits until DONE >= n. The counters only grow, so one pair serves every call and
+no ring is needed; measured by a standalone probe, half the events' hand-over under MPS.
+
 What the host maps is exactly the allocations bound to it: each tensor must live in an
 allocation of its own (``buffers.allocate(..., shared=True)``), since CUDA IPC shares whole
 allocations and a pooled one would hand the candidate whatever else the pool put beside it.
@@ -36,8 +42,17 @@ from kernelseek_tui.evaluate.sandbox_host import (
     bind_command,
     host_executable,
 )
+from kernelseek_tui.evaluate.stream_counters import (
+    HANDOVERS,
+    DriverCounters,
+    StreamCounters,
+    default_handover,
+)
 
 SLOTS = 32
+# GO at byte 0 and DONE at byte 64 of the counters' allocation: a cache line each.
+_COUNTER_BYTES = 128
+_DONE_OFFSET = 64
 
 
 class SandboxedKernel:
@@ -54,12 +69,19 @@ class SandboxedKernel:
         kind: str = "fail",
         on_death: Callable[[str], None] | None = None,
         executable: Path | None = None,
+        handover: str | None = None,
+        counters: StreamCounters | None = None,
     ) -> None:
+        """``handover``: "events" or "counters" (None: ``KERNELSEEK_HANDOVER``, else events);
+        ``counters``: the driver's stream memory operations (a stand-in in tests)."""
         self._cp, self._stream, self.who = cp, stream, who
+        self.handover = handover or default_handover()
+        if self.handover not in HANDOVERS:
+            raise ValueError(f"handover must be one of {', '.join(HANDOVERS)}")
         self.executable = executable or host_executable()
         self._host = SandboxHost(self.executable, who=who, kind=kind, on_death=on_death)
         try:
-            self._set_up(cp)
+            self._set_up(cp, counters)
             if library is not None:
                 self._host.ask("load", Path(library).resolve())
         except BaseException:
@@ -85,7 +107,7 @@ class SandboxedKernel:
         self._host.assign(who=who, kind=kind, on_death=on_death)
         self._host.ask("load", Path(library).resolve())
 
-    def _set_up(self, cp: Any) -> None:
+    def _set_up(self, cp: Any, counters: StreamCounters | None) -> None:
         # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER
         # are kept), so the judge's device should have the same ordinal there; its UUID makes
         # sure of it.
@@ -95,6 +117,9 @@ class SandboxedKernel:
             self._host.ask("device", device, bytes(uuid).hex())
         else:  # a CuPy that does not give the UUID as its 16 bytes: the ordinal alone
             self._host.ask("device", device)
+        if self.handover == "counters":
+            self._set_up_counters(cp, counters)
+            return
         self._go = [self._event() for _ in range(SLOTS)]
         self._done = [self._event() for _ in range(SLOTS)]
         self._passed = [cp.cuda.Event(block=False, disable_timing=True) for _ in range(SLOTS)]
@@ -103,6 +128,16 @@ class SandboxedKernel:
             go_handle = bytes(runtime.ipcGetEventHandle(go.ptr)).hex()
             done_handle = bytes(runtime.ipcGetEventHandle(done.ptr)).hex()
             self._host.ask("slot", k, go_handle, done_handle)
+
+    def _set_up_counters(self, cp: Any, counters: StreamCounters | None) -> None:
+        self._counters = counters if counters is not None else DriverCounters()
+        # An allocation of its own (not the pool's): CUDA IPC shares whole allocations.
+        self._counter_memory = cp.cuda.Memory(_COUNTER_BYTES)
+        base = self._counter_memory.ptr
+        cp.cuda.runtime.memset(base, 0, _COUNTER_BYTES)
+        self._go_counter, self._done_counter = base, base + _DONE_OFFSET
+        self._count = 0
+        self._host.ask("counters", bytes(cp.cuda.runtime.ipcGetMemHandle(base)).hex())
 
     def _event(self) -> Any:
         return self._cp.cuda.Event(block=False, disable_timing=True, interprocess=True)
@@ -141,6 +176,8 @@ class SandboxedKernel:
         return buffer
 
     def _call(self, binding: int) -> int:
+        if self.handover == "counters":
+            return self._count_call(binding)
         k = self._calls % SLOTS
         if self._calls >= SLOTS:
             self._passed[k].synchronize()
@@ -149,6 +186,16 @@ class SandboxedKernel:
         code = int(self._host.ask("call", binding, k))
         self._stream.wait_event(self._done[k])
         self._passed[k].record(self._stream)
+        return code
+
+    def _count_call(self, binding: int) -> int:
+        # Wraps after 2**32 calls, which the cyclic comparison of the waits allows.
+        self._count = (self._count + 1) & 0xFFFFFFFF
+        self._counters.write(self._stream.ptr, self._go_counter, self._count)
+        code = int(self._host.ask("count", binding, self._count))
+        # Only once the host has enqueued the call (an error above enqueues nothing to wait
+        # for, and the next call's counts still match).
+        self._counters.wait(self._stream.ptr, self._done_counter, self._count)
         return code
 
     def settle(self) -> float:

@@ -49,6 +49,7 @@ from kernelseek_tui.evaluate.protocol_seal import Sealer
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
 from kernelseek_tui.evaluate.sandbox_host import SandboxError
 from kernelseek_tui.evaluate.sandboxed_kernel import SandboxedKernel
+from kernelseek_tui.evaluate.stream_counters import StreamCounterError
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls, time_interleaved
 from kernelseek_tui.task import Task, TensorSpec, Timing, load_task
 
@@ -175,7 +176,7 @@ def _start_hosts(cp: Any, stream: Any) -> list[SandboxedKernel]:
     try:
         for _ in range(_HOSTS_AHEAD):
             hosts.append(SandboxedKernel(None, cp=cp, stream=stream, who="a kernel"))
-    except SandboxError:
+    except (SandboxError, StreamCounterError, ValueError):
         for host in hosts:
             host.close()
         return []
@@ -275,7 +276,12 @@ class Evaluation:
 
         host = self.request.get("sandbox_host")
         executable = Path(host) if host else None
-        ready = [h for h in self._hosts_ahead if executable is None or h.executable == executable]
+        handover = self.request.get("handover") or "events"
+        ready = [
+            h
+            for h in self._hosts_ahead
+            if (executable is None or h.executable == executable) and h.handover == handover
+        ]
         if ready:
             kernel = ready[0]
             self._hosts_ahead.remove(kernel)
@@ -290,6 +296,7 @@ class Evaluation:
             kind=kind,
             on_death=died,
             executable=executable,
+            handover=handover,
         )
         self.sandboxes.append(kernel)
         return kernel

@@ -31,6 +31,13 @@ struct cudaDeviceProp {
 #define cudaStreamLegacy ((cudaStream_t)0x1)
 #define cudaStreamPerThread ((cudaStream_t)0x2)
 #define cudaIpcMemLazyEnablePeerAccess 0x01
+#define CUDART_VERSION 13000
+#define cudaEnableDefault 0x0
+typedef enum cudaDriverEntryPointQueryResult {
+    cudaDriverEntryPointSuccess = 0,
+    cudaDriverEntryPointSymbolNotFound = 1,
+    cudaDriverEntryPointVersionNotSufficent = 2,
+} cudaDriverEntryPointQueryResult;
 
 const char *cudaGetErrorName(cudaError_t error);
 const char *cudaGetErrorString(cudaError_t error);
@@ -47,6 +54,12 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle);
 cudaError_t cudaIpcOpenMemHandle(void **pointer, cudaIpcMemHandle_t handle, unsigned int flags);
 cudaError_t cudaIpcCloseMemHandle(void *pointer);
+/* Only "cuStreamWaitValue32" and "cuStreamWriteValue32", as the stand-in's own functions: a
+ * wait that finds its counter short fails (work is synchronous here: nothing could raise it
+ * later), and both are logged ("wait-value <n>", "write-value <n>"). */
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **function,
+                                             unsigned int version, unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult *found);
 
 /* The stand-in's own, for test candidates: the stream's next query reports this error, as the
  * real runtime does after a kernel faults. */

@@ -9,6 +9,7 @@
 #include "cuda_runtime_api.h"
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,4 +150,44 @@ cudaError_t cudaIpcCloseMemHandle(void *pointer) {
      * through a forgotten pointer fault, which is what a test of `forget` wants to see. */
     log_line("close", "-");
     return munmap(pointer, 4096) == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/* The driver's stream memory operations, on the stand-in's synchronous "device": the counter
+ * is read or written at once through the mapped file. */
+static int fake_wait_value(cudaStream_t stream, unsigned long long address, unsigned int value,
+                           unsigned int flags) {
+    (void)stream;
+    char text[32];
+    snprintf(text, sizeof text, "%u", value);
+    unsigned int now = *(volatile unsigned int *)(uintptr_t)address;
+    if (flags != 0 || (int)(now - value) < 0) {
+        log_line("wait-value-unmet", text);
+        return 1; /* CUDA_ERROR_INVALID_VALUE: nothing here could ever raise it */
+    }
+    log_line("wait-value", text);
+    return 0;
+}
+
+static int fake_write_value(cudaStream_t stream, unsigned long long address, unsigned int value,
+                            unsigned int flags) {
+    (void)stream;
+    (void)flags;
+    char text[32];
+    snprintf(text, sizeof text, "%u", value);
+    *(volatile unsigned int *)(uintptr_t)address = value;
+    log_line("write-value", text);
+    return 0;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **function,
+                                             unsigned int version, unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult *found) {
+    (void)version;
+    (void)flags;
+    *function = NULL;
+    *found = cudaDriverEntryPointSymbolNotFound;
+    if (strcmp(symbol, "cuStreamWaitValue32") == 0) *function = (void *)fake_wait_value;
+    if (strcmp(symbol, "cuStreamWriteValue32") == 0) *function = (void *)fake_write_value;
+    if (*function != NULL) *found = cudaDriverEntryPointSuccess;
+    return cudaSuccess;
 }
