@@ -40,19 +40,18 @@ from kernelseek_tui.task import Timing
 _MIN_BATCH_MS = 0.5
 
 # A measured run's tail (``_run_tail_ms``) above max(_MIN_TAIL_LIMIT_MS, _TAIL_LIMIT_SHARE x the
-# median call) is work outside the stream. An honest tail is a device synchronize with nothing
-# left to wait for (about 10 us) and, for a kernel in a process of its own, the idle device
-# synchronize there that `settle` reports (the pipe's round trip around it is not counted; the
-# whole round trip measured 0.27-0.36 ms under MPS, once 0.99: docs/RELIABILITY.md). Neither
-# grows with the kernel, and the garbage collector is kept out of the window; 1 ms stands well
-# above both and above the scheduling jitter of a host thread on a machine that is not
-# oversubscribed. The
-# share of the median adds a margin that grows with the kernel, against any honest latency that
-# scales with the problem and that this reckoning missed. It costs little: hidden work that the
-# stream's own work between samples cannot absorb builds a backlog that adds its excess once per
-# sample, so at 0.5 x the median over the 5 samples of the smallest run a backlog is still caught
-# from a tenth of a call per sample, and the 1 ms floor rules only where calls are short and the
-# samples many (100 ms of samples by default).
+# median call) is work outside the stream. An honest tail is a device synchronize with nothing left
+# to wait for (about 10 us) and, for a kernel in a process of its own, the idle device synchronize
+# there that `settle` reports (the pipe's round trip around it is not counted; the whole round trip
+# measured 0.27-0.36 ms under MPS, once 0.99: docs/RELIABILITY.md). Neither grows with the kernel,
+# and the garbage collector is kept out of the window; 1 ms stands well above both and above the
+# scheduling jitter of a host thread on a machine that is not oversubscribed. The share of the
+# median adds a margin that grows with the kernel, against any honest latency that scales with the
+# problem and that this reckoning missed. It costs little: hidden work that the stream's own work
+# between samples cannot absorb builds a backlog that adds its excess once per sample, so at 0.5 x
+# the median over the 5 samples of the smallest run a backlog is still caught from a tenth of a call
+# per sample, and the 1 ms floor rules only where calls are short and the samples many (100 ms of
+# samples by default).
 _MIN_TAIL_LIMIT_MS = 1.0
 _TAIL_LIMIT_SHARE = 0.5
 
