@@ -59,22 +59,20 @@ typedef CUresult (*WriteValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int
 WaitValue32 g_wait_value = nullptr;
 WriteValue32 g_write_value = nullptr;
 
-void load_memops() {
+void *driver_function(const char *name) {
+    void *function = nullptr;
     cudaDriverEntryPointQueryResult found;
-    CHECK(cudaGetDriverEntryPointByVersion("cuStreamWaitValue32",
-                                           reinterpret_cast<void **>(&g_wait_value), 12000,
-                                           cudaEnableDefault, &found));
+    CHECK(cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &found));
     if (found != cudaDriverEntryPointSuccess) {
-        fprintf(stderr, "cuStreamWaitValue32 not found\n");
+        fprintf(stderr, "%s not found\n", name);
         exit(3);
     }
-    CHECK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32",
-                                           reinterpret_cast<void **>(&g_write_value), 12000,
-                                           cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess) {
-        fprintf(stderr, "cuStreamWriteValue32 not found\n");
-        exit(3);
-    }
+    return function;
+}
+
+void load_memops() {
+    g_wait_value = reinterpret_cast<WaitValue32>(driver_function("cuStreamWaitValue32"));
+    g_write_value = reinterpret_cast<WriteValue32>(driver_function("cuStreamWriteValue32"));
 }
 
 void check_driver(CUresult result, const char *what) {
