@@ -12,7 +12,11 @@
 Prints Markdown tables with the machine; writes the raw numbers as JSON under ``--out``.
 
     python3 benchmarks/sandbox_handover.py [--out DIR] [--rounds 4] [--shapes 6]
-        [--handover events|counters]
+        [--handover counters|events]
+
+The processes share the GPU through the MPS server the judge uses for isolation
+(evaluate/private_mps.py): its own, started here, or the one ``CUDA_MPS_PIPE_DIRECTORY`` names
+(scripts/with_private_mps.sh); ``KERNELSEEK_MPS=off`` for none.
 
 ``--handover``: how each call is handed to the kernel's process (evaluate/stream_counters.py),
 for both parts; it sets ``KERNELSEEK_HANDOVER`` for the evaluations' workers.
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.evaluate.api import evaluate
+from kernelseek_tui.evaluate.private_mps import mps_for_isolation
 from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE, HANDOVERS
 from kernelseek_tui.task import Task, TensorSpec, Timing, load_task
 
@@ -129,16 +134,23 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--shapes", type=int, default=6)
-    parser.add_argument("--handover", choices=HANDOVERS, default="events")
+    parser.add_argument("--handover", choices=HANDOVERS, default="counters")
     args = parser.parse_args()
     os.environ[HANDOVER_VARIABLE] = args.handover  # the evaluations' workers read it
+    # The first part times a kernel's process from this one: both become clients of the MPS
+    # server the judge would use (its own, unless CUDA_MPS_PIPE_DIRECTORY names one), before
+    # CUDA starts here; the evaluations of the second part then find it named.
+    mps = mps_for_isolation(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    client = mps.client_environment(dict(os.environ))
+    os.environ.clear()
+    os.environ.update(client)
     args.out.mkdir(parents=True, exist_ok=True)
     gpu = subprocess.run(
         ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
         capture_output=True,
         text=True,
     ).stdout.strip()
-    print(f"machine: {gpu}; {platform.node()}; hand-over: {args.handover}")
+    print(f"machine: {gpu}; {platform.node()}; hand-over: {args.handover}; MPS: {mps.said}")
 
     medians = empty_kernel_handover(args.rounds, args.handover)
     print("\n| empty kernel, flushed | median of medians (us) | per round (us) |\n|---|---|---|")
@@ -149,7 +161,12 @@ def main() -> int:
     handover = statistics.median(medians["process"]) - statistics.median(medians["in-process"])
     print(f"\nhand-over added per call: {handover:.1f} us")
 
-    record: dict[str, Any] = {"machine": gpu, "handover": args.handover, "empty_us": medians}
+    record: dict[str, Any] = {
+        "machine": gpu,
+        "handover": args.handover,
+        "mps": mps.said,
+        "empty_us": medians,
+    }
     out = args.out / f"sandbox_handover-{args.handover}.json"
     out.write_text(json.dumps(record, indent=2))  # the hand-over kept, whatever follows
     task = load_task(args.task)

@@ -379,15 +379,20 @@ print(seal.line({"type": "done"}), flush=True)
     source = _source(tmp_path)
     source.write_text(source.read_text() + "\n// a changed candidate\n")
     monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUDA_MPS_PIPE_DIRECTORY", raising=False)
+    monkeypatch.setenv("KERNELSEEK_MPS", "off")
     default = api.evaluate(task, source, sets=["quick"]).device["name"]
     judged = api.evaluate(task, source, sets=["quick"], isolation="process")
     isolated = judged.device["name"]
     assert judged.isolation == "process"
     assert "isolation: process" in format_summary(judged)
     assert default.startswith("in-process|") and default.endswith("|none")
-    # A call timed across processes carries the hand-over: its cached times are its own; the
+    # A call timed across processes carries the hand-over (the counters by default, and here
+    # with no MPS server, the contexts' switching too): its cached times are its own; the
     # kernels' host is built before the worker starts.
-    assert isolated == "process|" + default.split("|")[1] + "-process|built"
+    key = default.split("|")[1]
+    assert isolated == "process|" + key + "-process-counters-no-mps|built"
+    assert "GPU shared through: none (KERNELSEEK_MPS=off)" in format_summary(judged)
     with pytest.raises(KernelseekError, match="isolation must be one of"):
         api.evaluate(task, source, sets=["quick"], isolation="container")
 
@@ -444,3 +449,63 @@ def test_an_isolated_result_says_how_its_calls_were_handed_over() -> None:
     data = result.to_dict()
     del data["handover"]
     assert EvalResult.from_dict(data).handover is None
+
+
+@needs_nvcc
+def test_an_isolated_worker_is_a_client_of_the_judges_mps_server_restarted_after_a_hang(
+    task, monkeypatch, tmp_path
+) -> None:
+    from test_private_mps import log_of, stand_in_daemon
+
+    from kernelseek_tui.evaluate import private_mps
+
+    control = stand_in_daemon(tmp_path)
+    monkeypatch.setenv("PATH", f"{control.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_MPS_PIPE_DIRECTORY", raising=False)
+    monkeypatch.delenv("KERNELSEEK_MPS", raising=False)
+    monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
+    servers: dict = {}
+    monkeypatch.setattr(private_mps, "_SERVERS", servers)
+    # The stand-in worker names the server it was given, then hangs when told to.
+    hang = tmp_path / "hang"
+    _scripted_worker(
+        monkeypatch,
+        tmp_path,
+        """
+import json, os, sys, time
+req = json.loads(sys.stdin.read())
+from kernelseek_tui.evaluate.protocol_seal import Sealer
+seal = Sealer.from_request(req)
+def emit(m): print(seal.line(m), flush=True)
+emit({"type": "device", "name": os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "none"),
+      "index": "0"})
+if os.path.exists(HANG_FILE):
+    emit({"type": "progress", "index": 0, "total": 1, "scenario": req["scenarios"][0]["name"],
+          "phase": "check"})
+    time.sleep(60)
+emit({"type": "done"})
+""".replace("HANG_FILE", repr(str(hang))),
+    )
+    source = _source(tmp_path)
+    try:
+        first = api.evaluate(task, source, sets=["quick"], isolation="process")
+        (server,) = servers.values()
+        pipe = server.environment()["CUDA_MPS_PIPE_DIRECTORY"]
+        assert first.device["name"] == pipe
+        assert first.mps == "a private MPS server started by the judge"
+        assert "GPU shared through: a private MPS server" in format_summary(first)
+        assert log_of(control) == [f"start {pipe} all"]
+        # Its times are keyed as any other isolated run's: a server was there.
+        hang.touch()
+        hung = api.evaluate(task, source, sets=["quick"], isolation="process", stall_timeout_s=1.5)
+        assert hung.verdict == "fail" and "no progress" in hung.reasons[0]
+        assert "restarted after this evaluation" in str(hung.mps)
+        assert log_of(control) == [f"start {pipe} all", "quit", f"start {pipe} all"]
+        hang.unlink()
+        after = api.evaluate(task, source, sets=["quick"], isolation="process")
+        assert after.device["name"] == pipe  # the same directories: a client finds the new one
+        assert after.mps == "a private MPS server started by the judge"
+        assert log_of(control)[3:] == []  # no restart after an evaluation that ended well
+    finally:
+        for server in servers.values():
+            server.stop()

@@ -1,13 +1,32 @@
-"""scripts/with_private_mps.sh with a stand-in for nvidia-cuda-mps-control: the daemon is
-started before the command, with the command given its pipe and log directories, and quit after
-it however it ends, the command's exit status kept."""
+"""Private MPS servers, with stand-ins for nvidia-cuda-mps-control.
+
+scripts/with_private_mps.sh: the daemon is started before the command, with the command given
+its pipe and log directories, and quit after it however it ends, the command's exit status kept.
+The judge's own (evaluate/private_mps.py): directories of its own, removed at the end; a server
+that does not quit is killed; a restart keeps the directories; a server for one GPU; and when
+none is started (one named already, KERNELSEEK_MPS=off, no control program), said why."""
 
 from __future__ import annotations
 
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.evaluate import private_mps
+from kernelseek_tui.evaluate.private_mps import (
+    GPU_VARIABLE,
+    LOG_VARIABLE,
+    MPS_VARIABLE,
+    PIPE_VARIABLE,
+    MpsChoice,
+    MpsError,
+    PrivateMps,
+    mps_for_isolation,
+)
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "with_private_mps.sh"
 
@@ -55,3 +74,142 @@ def test_without_a_control_program_it_says_so(tmp_path: Path) -> None:
         ["bash", str(SCRIPT), "true"], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.returncode == 2 and "not found" in done.stderr
+
+
+# -- the judge's own server (kernelseek_tui/evaluate/private_mps.py) ---------------------------
+
+STAND_IN_DAEMON = """#!/bin/sh
+# A stand-in for nvidia-cuda-mps-control: "-d" logs how it was started and leaves a process of
+# the same name behind (the daemon); a line on stdin is logged, and "quit" ends that process
+# unless the file "stuck" exists beside this script.
+here=$(dirname "$0")
+if [ "$1" = "-d" ]; then
+    echo "start $CUDA_MPS_PIPE_DIRECTORY ${CUDA_VISIBLE_DEVICES:-all}" >> "$here/control.log"
+    "$0" serve </dev/null >/dev/null 2>&1 &
+    exit 0
+fi
+if [ "$1" = "serve" ]; then
+    while [ ! -f "$CUDA_MPS_PIPE_DIRECTORY/quit" ]; do sleep 0.05; done
+    rm -f "$CUDA_MPS_PIPE_DIRECTORY/quit"
+    exit 0
+fi
+read line
+echo "$line" >> "$here/control.log"
+if [ "$line" = quit ] && [ ! -f "$here/stuck" ]; then touch "$CUDA_MPS_PIPE_DIRECTORY/quit"; fi
+"""
+
+
+def stand_in_daemon(tmp_path: Path) -> Path:
+    # Named as the real one: its processes' names are how a server's processes are found.
+    control = tmp_path / "bin" / "nvidia-cuda-mps-control"
+    control.parent.mkdir(exist_ok=True)
+    control.write_text(STAND_IN_DAEMON)
+    control.chmod(0o755)
+    return control
+
+
+def log_of(control: Path) -> list[str]:
+    log = control.parent / "control.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def wait_for(predicate, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_judges_server_lives_in_directories_of_its_own_and_leaves_none(tmp_path: Path) -> None:
+    control = stand_in_daemon(tmp_path)
+    mps = PrivateMps(str(control), stop_timeout_s=3)
+    environment = mps.start()
+    pipe, log = Path(environment[PIPE_VARIABLE]), Path(environment[LOG_VARIABLE])
+    assert pipe.is_dir() and log.is_dir() and pipe.parent == log.parent
+    assert log_of(control) == [f"start {pipe} all"]
+    assert wait_for(lambda: len(mps.processes()) == 1), "the daemon is found by its pipe"
+    assert mps.stop() == []  # quit was enough
+    assert log_of(control)[-1] == "quit"
+    assert not pipe.parent.exists()
+    assert not mps.running
+
+
+def test_a_server_that_does_not_quit_is_killed(tmp_path: Path) -> None:
+    control = stand_in_daemon(tmp_path)
+    (control.parent / "stuck").touch()
+    mps = PrivateMps(str(control), stop_timeout_s=0.5)
+    mps.start()
+    assert wait_for(lambda: len(mps.processes()) == 1)
+    daemon = mps.processes()[0]
+    notes = mps.stop()
+    assert notes == [f"killed MPS process(es) {daemon} after quit"]
+    assert wait_for(lambda: not Path(f"/proc/{daemon}").exists() or _zombie(daemon))
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] == "Z"
+
+
+def test_a_restart_keeps_the_directories_its_clients_find_it_by(tmp_path: Path) -> None:
+    control = stand_in_daemon(tmp_path)
+    mps = PrivateMps(str(control), stop_timeout_s=3)
+    before = mps.start()
+    assert wait_for(lambda: len(mps.processes()) == 1)
+    first = mps.processes()
+    assert mps.restart() == []
+    assert mps.environment() == before and Path(before[PIPE_VARIABLE]).is_dir()
+    assert wait_for(lambda: len(mps.processes()) == 1 and mps.processes() != first)
+    pipe = before[PIPE_VARIABLE]
+    assert log_of(control) == [f"start {pipe} all", "quit", f"start {pipe} all"]
+    mps.stop()
+
+
+def test_a_server_for_one_gpu_sees_only_it_and_its_clients_leave_theirs_unset(
+    tmp_path: Path,
+) -> None:
+    control = stand_in_daemon(tmp_path)
+    mps = PrivateMps(str(control), stop_timeout_s=3, visible_devices="1")
+    environment = mps.start()
+    assert log_of(control) == [f"start {environment[PIPE_VARIABLE]} 1"]
+    choice = MpsChoice("a private MPS server started by the judge", environment, mps)
+    client = choice.client_environment({"CUDA_VISIBLE_DEVICES": "1", "HOME": "/h"})
+    # NVIDIA's MPS guide: a client does not set CUDA_VISIBLE_DEVICES; the worker still says
+    # which GPU it was given.
+    assert client == {**environment, "HOME": "/h", GPU_VARIABLE: "1"}
+    mps.stop()
+
+
+def test_without_the_control_program_the_judge_says_what_isolation_costs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(PIPE_VARIABLE, raising=False)
+    monkeypatch.delenv(MPS_VARIABLE, raising=False)
+    monkeypatch.setattr(private_mps, "_SERVERS", {})
+    with pytest.raises(MpsError, match="not found"):
+        PrivateMps(str(tmp_path / "absent")).start()
+    choice = mps_for_isolation(None, control=str(tmp_path / "absent"))
+    assert choice.server is None and choice.environment == {}
+    assert choice.said.startswith("none (") and "switching between" in choice.said
+    assert choice.client_environment({"A": "1"}) == {"A": "1"}
+
+
+def test_a_server_named_in_the_environment_or_mps_off_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    control = stand_in_daemon(tmp_path)
+    monkeypatch.setattr(private_mps, "_SERVERS", {})
+    monkeypatch.setenv(PIPE_VARIABLE, "/somewhere/pipe")
+    named = mps_for_isolation(None, control=str(control))
+    assert named.said == f"the MPS server of {PIPE_VARIABLE}=/somewhere/pipe"
+    assert named.server is None
+    monkeypatch.delenv(PIPE_VARIABLE)
+    monkeypatch.setenv(MPS_VARIABLE, "off")
+    off = mps_for_isolation(None, control=str(control))
+    assert off.said.startswith(f"none ({MPS_VARIABLE}=off)") and off.server is None
+    assert log_of(control) == []

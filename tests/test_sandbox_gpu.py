@@ -6,9 +6,11 @@ with the reason it gets in-process (or the reason the host gives for the same ca
 kernel's process is shown to hold no Python. Written 2026-12-04 on a machine with no GPU; the
 CPU side of the host is tested in tests/test_sandbox_host.py.
 
-Every test here runs with the hand-over ``KERNELSEEK_HANDOVER`` names (events by default); run
-the file once more with ``KERNELSEEK_HANDOVER=counters`` for the other
-(evaluate/stream_counters.py).
+Every test here runs with the hand-over ``KERNELSEEK_HANDOVER`` names (counters by default);
+run the file once more with ``KERNELSEEK_HANDOVER=events`` for the other
+(evaluate/stream_counters.py). The kernels' processes and the worker share the GPU through
+the judge's own MPS server (evaluate/private_mps.py), or the one ``CUDA_MPS_PIPE_DIRECTORY``
+names, or none with ``KERNELSEEK_MPS=off``.
 """
 
 from __future__ import annotations
@@ -165,3 +167,80 @@ def test_the_kernels_process_holds_no_python(tmp_path: Path) -> None:
         answers[name] = float(tensor.body[0])
     # The probe sees Python where it is loaded into the judge, and none in its own process.
     assert answers == {"in-process": 1.0, "process": 0.0}
+
+
+# A kernel's process whose DONE comes before the kernel's work, as a candidate able to patch the
+# code of the process it runs in could make it (docs/RELIABILITY.md, "what the counters change
+# for a cheat"): its host signals DONE the moment GO arrives and only then launches, so the
+# judge's end event closes on the hand-over alone while the work runs on. Its devsync answers
+# at once without waiting, so neither a measured run's tail nor the cross-check's wall clock
+# (both reach the kernel's process through devsync) can see the work; its sync stays honest, so
+# the untimed correctness checks still see right outputs. What is left to catch it is the
+# judge's own: the judged measured call's outputs, copied on the judge's stream right after its
+# end event, and the timed figure against the device's peak.
+EARLY_DONE_PATCHES = (
+    (  # events: DONE recorded before ks_launch
+        "    std::string left;\n"
+        "    int code = launch_candidate(binding->second, &left);\n"
+        "    // DONE is recorded whatever ks_launch did: the judge's stream waits on it.\n"
+        "    error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);\n"
+        '    if (error != cudaSuccess) return "error " + cuda_text(error);\n',
+        "    error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);\n"
+        '    if (error != cudaSuccess) return "error " + cuda_text(error);\n'
+        "    std::string left;\n"
+        "    int code = launch_candidate(binding->second, &left);\n",
+    ),
+    (  # counters: DONE written before ks_launch
+        "    std::string error;\n"
+        "    int code = launch_candidate(binding->second, &error);\n"
+        "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
+        "    result = g_write_value(g_stream, g_done_counter, value, 0);\n",
+        "    result = g_write_value(g_stream, g_done_counter, value, 0);\n"
+        "    std::string error;\n"
+        "    int code = launch_candidate(binding->second, &error);\n",
+    ),
+    (  # devsync: "waited 0 us", without waiting
+        "std::string command_sync(bool device) {\n",
+        'std::string command_sync(bool device) {\n    if (device) return "ok 0";\n',
+    ),
+)
+
+
+def early_done_host(tmp_path: Path) -> Path:
+    from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE
+
+    text = HOST_SOURCE.read_text()
+    for old, new in EARLY_DONE_PATCHES:
+        assert text.count(old) == 1, f"the host's source changed; patch no longer applies: {old}"
+        text = text.replace(old, new)
+    source = tmp_path / "early_done_host.cpp"
+    source.write_text(text)
+    host = tmp_path / "early_done_host"
+    subprocess.run(["nvcc", "-O2", "-o", str(host), str(source), "-ldl"], check=True)
+    return host
+
+
+@pytest.mark.parametrize("kernel", ["starting", "sm90"])
+def test_a_process_signalling_done_before_the_work_is_caught_or_gains_nothing(
+    task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: str
+) -> None:
+    import kernelseek_tui.evaluate.api as api
+
+    source = task.source if kernel == "starting" else TASK_DIR / "sm90.cu"
+    honest = isolated(task, source, scenarios_file=TIMED, compare=False)
+    assert honest.verdict == "pass", honest.reasons
+    host = early_done_host(tmp_path)
+    monkeypatch.setattr(api, "host_executable", lambda: host)
+    result = isolated(task, source, scenarios_file=TIMED, compare=False)
+    reasons = " ".join(result.reasons)
+    ms = [(h.ms, s.ms) for h, s in zip(honest.scenarios, result.scenarios, strict=True)]
+    print(
+        f"early DONE, {kernel} kernel, {result.handover}, MPS {result.mps}: "
+        f"{result.verdict}: {reasons}; ms honest / early: {ms}"
+    )
+    if result.verdict == "pass":
+        # Without MPS the two contexts take turns on the GPU, and the judge's stream only runs
+        # again once the kernel's turn is over: an early DONE then buys nothing. It must not.
+        assert all(s and h and s > 0.9 * h for h, s in ms), ms
+        return
+    assert any(w in reasons for w in ("measured call", "above the device's peak")), reasons

@@ -36,6 +36,13 @@ from kernelseek_tui.evaluate.comparators import load_module
 from kernelseek_tui.evaluate.gpu_sharing import GpuProcess, check_sharing
 from kernelseek_tui.evaluate.noise import geomean_noise
 from kernelseek_tui.evaluate.paired import PairedKernel, paired_speedup
+from kernelseek_tui.evaluate.private_mps import (
+    PIPE_VARIABLE,
+    MpsChoice,
+    MpsError,
+    PrivateMps,
+    mps_for_isolation,
+)
 from kernelseek_tui.evaluate.protocol_seal import KEY_FIELD, ForgedLine, new_key, open_line
 from kernelseek_tui.evaluate.result import (
     EvalResult,
@@ -235,6 +242,7 @@ def evaluate(
 
     chosen_isolation = result.isolation
     sandbox_host = None
+    mps: MpsChoice | None = None
     if chosen_isolation != "in-process":
         # A call timed in another process carries the hand-over between the two: its cached
         # times are not the in-process ones.
@@ -245,6 +253,11 @@ def evaluate(
             raise KernelseekError(str(error)) from None
         if result.handover != "events":  # the keys from before there was a choice stay valid
             baseline_key = f"{baseline_key}-{result.handover}"
+        mps = mps_for_isolation(_worker_env(device).get("CUDA_VISIBLE_DEVICES"))
+        result.mps = mps.said
+        if not mps.environment and PIPE_VARIABLE not in os.environ:
+            # Without a server every call carries a switch of contexts: not the same times.
+            baseline_key = f"{baseline_key}-no-mps"
         # Built here (once per machine, cached), so that a missing compiler is the request's
         # error, said before any worker starts, not a worker's failure.
         try:
@@ -294,6 +307,7 @@ def evaluate(
         notify=notify,
         prestart_next=prestart_next,
         started=started,
+        mps=mps,
     )
     if baseline_is_candidate:
         result.summary.baseline_timing = "the candidate is the starting kernel"
@@ -374,11 +388,17 @@ def _run_worker(
     notify: Progress,
     prestart_next: bool,
     started: float,
+    mps: MpsChoice | None = None,
 ) -> bool:
     """Run the worker, filling ``result.scenarios``; True when the harness itself failed.
-    ``started``: the evaluation's start (time.monotonic()), for ``result.timeline``."""
+    ``started``: the evaluation's start (time.monotonic()), for ``result.timeline``.
+    ``mps``: for kernels in processes of their own, the MPS server they and the worker share
+    the GPU through (evaluate/private_mps.py); the worker is made its client."""
     env = _worker_env(device)
-    key = SpareKey(env.get("CUDA_VISIBLE_DEVICES"), request["task_dir"], tuple(command))
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if mps is not None:
+        env = mps.client_environment(env)
+    key = SpareKey(visible, request["task_dir"], tuple(command), env.get(PIPE_VARIABLE))
     # The previous evaluation's worker on this GPU, if still exiting, is gone before this one
     # asks a worker for anything: no two evaluations' workers overlap on the GPU.
     RETIRING.wait(key.visible_devices)
@@ -449,7 +469,7 @@ def _run_worker(
                 result.device = {k: v for k, v in message.items() if k != "type"}
                 stall.learn_device(result.device)
                 if timed:
-                    sharing = check_sharing(result.device.get("uuid"))
+                    sharing = check_sharing(result.device.get("uuid"), also=_mps_processes(mps))
             elif kind == "progress":
                 current = (message["scenario"], message["phase"])
                 silence_s, silence_why = stall.limit(*current)
@@ -486,9 +506,14 @@ def _run_worker(
         process.wait()
         drain.join(timeout=2)
         sender.join(timeout=2)
+    if mps is not None and mps.server is not None and _left_mps_wedged(stopped_for, forgery, fatal):
+        _restart_mps(mps.server, key, result)
     _mark(result, "worker_released", started)
     if sharing is not None:
-        later = check_sharing(result.device.get("uuid"), must_see_ours=False) or []
+        later = (
+            check_sharing(result.device.get("uuid"), must_see_ours=False, also=_mps_processes(mps))
+            or []
+        )
         seen = {p.pid: p for p in [*sharing, *later]}
         result.other_gpu_processes = [p.describe() for p in seen.values()]
         _mark(result, "sharing_checked", started)
@@ -521,6 +546,38 @@ def _run_worker(
             stuck.passed = False
             stuck.reasons.append(reason)
     return kind == "error"
+
+
+def _left_mps_wedged(
+    stopped_for: str | None, forgery: str | None, fatal: dict[str, Any] | None
+) -> bool:
+    """Whether the MPS server may now refuse new clients: a kernel still running when its
+    process was killed (the watchdog's stop) leaves it so (measured, docs/RELIABILITY.md), and
+    a worker refused at its set-up found it so."""
+    if stopped_for is not None and forgery is None:
+        return True
+    return fatal is not None and "cudaErrorDevicesUnavailable" in str(fatal.get("reason"))
+
+
+def _restart_mps(server: PrivateMps, key: SpareKey, result: EvalResult) -> None:
+    """Restart the judge's own MPS server so that the next evaluation finds it taking clients;
+    a spare started as a client of the old one is dropped."""
+    SPARES.drop(key)
+    try:
+        notes = server.restart()
+    except (MpsError, OSError, subprocess.SubprocessError) as error:
+        result.mps = f"{result.mps}; restarting it after this evaluation failed: {error}"
+        return
+    how = f" ({'; '.join(notes)})" if notes else ""
+    result.mps = (
+        f"{result.mps}, restarted after this evaluation{how}: a kernel left running when its "
+        "process was killed keeps an MPS server from taking new clients"
+    )
+
+
+def _mps_processes(mps: MpsChoice | None) -> set[int]:
+    """The judge's own MPS processes: they hold the GPU's context for our clients."""
+    return set(mps.server.processes()) if mps is not None and mps.server is not None else set()
 
 
 def _scenario_from(raw: dict[str, Any]) -> ScenarioResult:

@@ -117,6 +117,8 @@ def format_summary(result: EvalResult) -> str:
         lines.append(
             f"isolation: {result.isolation} (each kernel judged in a process of its own{handed})"
         )
+        if result.mps:
+            lines.append(f"GPU shared through: {result.mps}")
     lines.append(
         f"speedup vs the starting kernel (geomean): {_fmt(s.geomean_speedup, '.3f')}x"
         + (f"  [{s.baseline_timing}]" if s.baseline_timing else "")

@@ -112,7 +112,9 @@ def others_on(
 
 
 def check_sharing(
-    device_uuid: str | None, *, must_see_ours: bool = True
+    device_uuid: str | None, *, must_see_ours: bool = True, also: set[int] | None = None
 ) -> list[GpuProcess] | None:
-    """``others_on`` the device, ours being this process and its descendants."""
-    return others_on(device_uuid, descendants(os.getpid()), must_see_ours=must_see_ours)
+    """``others_on`` the device, ours being this process, its descendants and ``also`` (the
+    judge's own MPS server, which holds the context of its clients: evaluate/private_mps.py)."""
+    ours = descendants(os.getpid()) | (also or set())
+    return others_on(device_uuid, ours, must_see_ours=must_see_ours)

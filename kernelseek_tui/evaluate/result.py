@@ -110,6 +110,9 @@ class EvalResult:
     # With isolation "process", how each call was handed to a kernel's process: "events" or
     # "counters" (evaluate/stream_counters.py); None in-process.
     handover: str | None = None
+    # With isolation "process", the MPS server the processes shared the GPU through (or none,
+    # and what that costs), and whether it was restarted after this evaluation.
+    mps: str | None = None
     # Processes not ours on the GPU at the start or the end of a timed evaluation
     # (evaluate/gpu_sharing.py): [] checked and none; None not checked (no nvidia-smi, or one
     # that cannot see our own worker).

@@ -72,7 +72,7 @@ class SandboxedKernel:
         handover: str | None = None,
         counters: StreamCounters | None = None,
     ) -> None:
-        """``handover``: "events" or "counters" (None: ``KERNELSEEK_HANDOVER``, else events);
+        """``handover``: "counters" or "events" (None: ``KERNELSEEK_HANDOVER``, else counters);
         ``counters``: the driver's stream memory operations (a stand-in in tests)."""
         self._cp, self._stream, self.who = cp, stream, who
         self.handover = handover or default_handover()

@@ -39,9 +39,11 @@ class SpareKey:
     """What a spare must match to serve an evaluation: the GPU it readied, the task whose
     comparators it loaded, and the exact command (which says what it loaded ahead)."""
 
-    visible_devices: str | None  # CUDA_VISIBLE_DEVICES as the worker saw it
+    visible_devices: str | None  # CUDA_VISIBLE_DEVICES as the worker was given it
     task_dir: str
     command: tuple[str, ...]
+    # The MPS server whose client it is (its CUDA_MPS_PIPE_DIRECTORY), None for none.
+    mps_pipe: str | None = None
 
 
 def start_worker(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -108,6 +110,13 @@ class SpareWorkers:
             self._spares[key] = _Spare(start(), self._clock())
         if stale is not None:
             _discard(stale.process)
+
+    def drop(self, key: SpareKey) -> None:
+        """Kill the spare for ``key``, if any (say, a client of an MPS server restarted since)."""
+        with self._lock:
+            spare = self._spares.pop(key, None)
+        if spare is not None:
+            _discard(spare.process)
 
     def processes(self) -> list[subprocess.Popen[bytes]]:
         """The spares held now (to inspect, never to use: ``take`` hands one out)."""

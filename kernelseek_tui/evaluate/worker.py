@@ -45,6 +45,7 @@ from kernelseek_tui.evaluate.gate import StreamGate
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
+from kernelseek_tui.evaluate.private_mps import GPU_VARIABLE
 from kernelseek_tui.evaluate.protocol_seal import Sealer
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
 from kernelseek_tui.evaluate.sandbox_host import SandboxError
@@ -136,7 +137,8 @@ def prepare_standby(task_dir: str | None, *, peers: bool) -> Standby:
     props = cp.cuda.runtime.getDeviceProperties(0)
     l2_bytes = int(props["l2CacheSize"])
     device = {
-        "index": os.environ.get("CUDA_VISIBLE_DEVICES", "0"),
+        # A client of the judge's private MPS server is given its GPU by the server instead.
+        "index": os.environ.get(GPU_VARIABLE) or os.environ.get("CUDA_VISIBLE_DEVICES", "0"),
         "name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
         "uuid": _uuid_text(props.get("uuid")),
         "sms": int(props["multiProcessorCount"]),

@@ -1,0 +1,256 @@
+"""An MPS server of the judge's own, for kernels judged in processes of their own.
+
+Why: a kernel in a process of its own and the judge are two processes on one GPU. Without MPS
+each holds a context, which the GPU time-slices, and every timed call's hand-over between them
+cost about 290 us on an H100; as clients of one MPS server, 5.6 us with the stream counters
+(docs/BENCHMARKS.md, "Handing a call to another process"). scripts/with_private_mps.sh does the
+same around one command; this is the judge's own, so that it can also restart the server.
+
+Why restart: a kernel that never ends, killed with its process by the stall watchdog, leaves
+the MPS server unable to take new clients (measured on an H100, 2026-12-06: the next evaluation
+failed at its set-up with cudaErrorDevicesUnavailable). A private server can be stopped, its
+processes killed if ``quit`` does not end them, and started afresh with the same directories,
+which is what the clients find it by.
+
+Private: its pipe and log directories are fresh temporary ones, so no other user's MPS server,
+and no system-wide one, is touched; only processes given ``environment()`` become its clients.
+The card's settings (compute mode, clocks, power) are never changed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTROL = "nvidia-cuda-mps-control"
+PIPE_VARIABLE = "CUDA_MPS_PIPE_DIRECTORY"
+LOG_VARIABLE = "CUDA_MPS_LOG_DIRECTORY"
+# "off": the judge never starts a server (isolated calls then carry the contexts' switching).
+MPS_VARIABLE = "KERNELSEEK_MPS"
+# Where the worker reads which GPU it was given when, as a client of a private server, it has
+# no CUDA_VISIBLE_DEVICES of its own.
+GPU_VARIABLE = "KERNELSEEK_GPU"
+# /proc/<pid>/comm keeps 15 characters: the control daemon and the server both read so.
+_MPS_COMM = "nvidia-cuda-mps"
+
+
+class MpsError(Exception):
+    """The private MPS server could not be started."""
+
+
+class PrivateMps:
+    """A private MPS control daemon: ``start`` it, give ``environment()`` to every process
+    that should be its client, ``restart`` it after a hang, ``stop`` it at the end."""
+
+    def __init__(
+        self,
+        control: str = CONTROL,
+        *,
+        stop_timeout_s: float = 10.0,
+        visible_devices: str | None = None,
+        proc: Path = Path("/proc"),
+    ) -> None:
+        """``visible_devices``: the GPUs the server serves (the daemon's CUDA_VISIBLE_DEVICES;
+        its clients then leave theirs unset, as NVIDIA's MPS guide asks); None: the daemon
+        sees what this process sees."""
+        self.control = control
+        self.visible_devices = visible_devices
+        self.stop_timeout_s = stop_timeout_s
+        self._proc = proc
+        self._root: Path | None = None
+        self._daemon_up = False
+
+    @property
+    def running(self) -> bool:
+        return self._daemon_up
+
+    def environment(self) -> dict[str, str]:
+        """The variables that make a process this server's client."""
+        if self._root is None:
+            raise MpsError("the private MPS server is not started")
+        return {
+            PIPE_VARIABLE: str(self._root / "pipe"),
+            LOG_VARIABLE: str(self._root / "log"),
+        }
+
+    def start(self) -> dict[str, str]:
+        """Start the control daemon (it starts the server when the first client comes);
+        returns ``environment()``."""
+        if self._root is not None and self._daemon_up:
+            return self.environment()
+        program = shutil.which(self.control)
+        if program is None:
+            raise MpsError(f"{self.control} not found (it comes with the NVIDIA driver)")
+        if self._root is None:  # a restart keeps the directories: clients find it by them
+            root = Path(tempfile.mkdtemp(prefix="kernelseek-mps."))
+            (root / "pipe").mkdir()
+            (root / "log").mkdir()
+            self._root = root
+        root = self._root
+        # The daemon forks and may keep whatever output it was given: a file, not a pipe this
+        # process would wait on until the daemon ends.
+        said_at = root / "log" / "start.out"
+        with said_at.open("w") as said:
+            started = subprocess.run(
+                [program, "-d"],
+                stdin=subprocess.DEVNULL,
+                stdout=said,
+                stderr=subprocess.STDOUT,
+                env=self._daemon_environment(),
+                timeout=30,
+                check=False,
+            )
+        if started.returncode != 0:
+            text = said_at.read_text().strip()
+            self._forget()
+            raise MpsError(f"{self.control} -d failed ({started.returncode}): {text}")
+        self._daemon_up = True
+        return self.environment()
+
+    def processes(self) -> list[int]:
+        """The MPS processes (control daemon, servers) serving this private pipe directory."""
+        if self._root is None:
+            return []
+        ours = f"{PIPE_VARIABLE}={self._root / 'pipe'}".encode()
+        found = []
+        for entry in self._proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if not (entry / "comm").read_text().startswith(_MPS_COMM):
+                    continue
+                environment = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue  # gone meanwhile, or another user's
+            if ours in environment:
+                found.append(int(entry.name))
+        return sorted(found)
+
+    def stop(self) -> list[str]:
+        """Quit the daemon, kill what of it is left, remove its directories. Returns what it
+        had to do beyond ``quit`` (for the caller's log)."""
+        notes = self._quit()
+        self._forget()
+        return notes
+
+    def restart(self) -> list[str]:
+        """Quit (killing what is left) and start again in the same directories, so a client
+        started afterwards, with the same ``environment()``, finds the new server; one
+        started before is lost with the old one."""
+        notes = self._quit()
+        self.start()
+        return notes
+
+    def _quit(self) -> list[str]:
+        """``quit``; then kill what of the daemon and its servers is left after
+        ``stop_timeout_s``."""
+        if self._root is None or not self._daemon_up:
+            return []
+        self._daemon_up = False
+        notes: list[str] = []
+        try:
+            quitting = self._control("quit\n", timeout_s=self.stop_timeout_s)
+            if quitting.returncode != 0:
+                notes.append(f"quit answered {quitting.returncode}")
+        except subprocess.TimeoutExpired:
+            notes.append(f"quit did not return in {self.stop_timeout_s:g} s")
+        except OSError as error:  # the control program gone meanwhile: kill what is left
+            notes.append(f"quit could not be sent: {error}")
+        deadline = time.monotonic() + self.stop_timeout_s
+        while self.processes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = self.processes()
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+        if left:
+            notes.append(f"killed MPS process(es) {', '.join(map(str, left))} after quit")
+        return notes
+
+    def _daemon_environment(self) -> dict[str, str]:
+        environment = {**os.environ, **self.environment()}
+        if self.visible_devices is not None:
+            environment["CUDA_VISIBLE_DEVICES"] = self.visible_devices
+        return environment
+
+    def _control(self, command: str, *, timeout_s: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [self.control],
+            input=command,
+            capture_output=True,
+            text=True,
+            env=self._daemon_environment(),
+            timeout=timeout_s,
+            check=False,
+        )
+
+    def _forget(self) -> None:
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+        self._root = None
+        self._daemon_up = False
+
+
+@dataclass(frozen=True, slots=True)
+class MpsChoice:
+    """How an isolated evaluation's processes share the GPU: the variables its worker gets,
+    the judge's own server when it is one (restartable), and what the result says."""
+
+    said: str
+    environment: dict[str, str] = field(default_factory=dict)
+    server: PrivateMps | None = None
+
+    def client_environment(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` (a worker's) made a client of the chosen server."""
+        if self.server is None:
+            return env
+        client = {**env, **self.environment}
+        visible = client.pop("CUDA_VISIBLE_DEVICES", None)
+        if visible is not None:  # the server sees only that GPU; the client must not narrow it
+            client[GPU_VARIABLE] = visible
+        return client
+
+
+_SERVERS: dict[str | None, PrivateMps] = {}
+_SERVERS_LOCK = threading.Lock()
+_NO_MPS = "every timed call carries the switching between the two processes' contexts"
+
+
+def mps_for_isolation(visible_devices: str | None, control: str = CONTROL) -> MpsChoice:
+    """The MPS server for kernels judged in processes of their own on ``visible_devices`` (the
+    worker's CUDA_VISIBLE_DEVICES): the one the environment names if any, else the judge's own
+    for those GPUs, started on first use and kept for this process's life; none where
+    ``KERNELSEEK_MPS=off`` or no server can be started (said, with what it costs)."""
+    if os.environ.get(PIPE_VARIABLE):
+        return MpsChoice(f"the MPS server of {PIPE_VARIABLE}={os.environ[PIPE_VARIABLE]}")
+    if os.environ.get(MPS_VARIABLE) == "off":
+        return MpsChoice(f"none ({MPS_VARIABLE}=off): {_NO_MPS}")
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(visible_devices)
+        if server is None:
+            server = PrivateMps(control, visible_devices=visible_devices)
+            _SERVERS[visible_devices] = server
+        try:
+            environment = server.start()
+        except (MpsError, OSError, subprocess.SubprocessError) as error:
+            return MpsChoice(f"none ({error}): {_NO_MPS}")
+    return MpsChoice("a private MPS server started by the judge", environment, server)
+
+
+@atexit.register
+def _stop_servers() -> None:
+    with _SERVERS_LOCK:
+        servers = list(_SERVERS.values())
+        _SERVERS.clear()
+    for server in servers:
+        server.stop()
