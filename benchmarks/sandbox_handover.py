@@ -7,7 +7,9 @@
    contexts) adds to every timed call.
 2. The same on real work: ``--source`` (default sm90.cu) on the bench shapes given, each
    evaluated in-process and isolated in turn (A B B A), FA3 and cuDNN beside it in each run:
-   per shape the candidate's milliseconds both ways, their ratio, and x FA3 both ways.
+   per shape the candidate's milliseconds both ways, their ratio, and x FA3 both ways. The
+   isolated figures are the judge's: net of the hand-over its worker measured before loading
+   the kernel (evaluate/handover_cost.py), which is printed after the table.
 
 Prints Markdown tables with the machine; writes the raw numbers as JSON under ``--out``.
 
@@ -220,6 +222,12 @@ def main() -> int:
             f"{fmt(limit)} |"
         )
     record["shapes"] = table
+    # What each isolated evaluation's worker measured with the judge's empty kernel and took
+    # out of its figures (evaluate/handover_cost.py): the table's isolated ms are net of it.
+    taken = [r.handover_us for r in runs["process"]]
+    record["handover_taken_out_us"] = taken
+    print("\nhand-over taken out of each isolated evaluation (us): " + ", ".join(
+        fmt(v, 1) for v in taken))  # fmt: skip
     out.write_text(json.dumps(record, indent=2))
     return 0
 

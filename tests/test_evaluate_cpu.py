@@ -367,8 +367,10 @@ def test_the_isolation_reaches_the_worker_and_keys_the_starting_kernels_times(
         """
 import json, os, sys
 req = json.loads(sys.stdin.read())
-host = req["sandbox_host"]
+host, probe = req["sandbox_host"], req["handover_probe"]
 built = "none" if host is None else ("built" if os.access(host, os.X_OK) else "missing")
+if probe is not None:
+    built += "+probe" if os.path.isfile(probe) else "+no probe"
 name = req["isolation"] + "|" + req["baseline_key"] + "|" + built
 from kernelseek_tui.evaluate.protocol_seal import Sealer
 seal = Sealer.from_request(req)
@@ -388,10 +390,11 @@ print(seal.line({"type": "done"}), flush=True)
     assert "isolation: process" in format_summary(judged)
     assert default.startswith("in-process|") and default.endswith("|none")
     # A call timed across processes carries the hand-over (the counters by default, and here
-    # with no MPS server, the contexts' switching too): its cached times are its own; the
-    # kernels' host is built before the worker starts.
+    # with no MPS server, the contexts' switching too), which the worker measures and takes
+    # out: its cached times are its own; the kernels' host and the judge's empty kernel (the
+    # hand-over's measure) are built before the worker starts.
     key = default.split("|")[1]
-    assert isolated == "process|" + key + "-process-counters-no-mps|built"
+    assert isolated == "process|" + key + "-process-counters-no-mps-net|built+probe"
     assert "GPU shared through: none (KERNELSEEK_MPS=off)" in format_summary(judged)
     with pytest.raises(KernelseekError, match="isolation must be one of"):
         api.evaluate(task, source, sets=["quick"], isolation="container")

@@ -147,6 +147,7 @@ def kernel(fake_host: Path, cupy: StandInCupy, tmp_path: Path) -> SandboxedKerne
         stream=cupy.stream,
         who="the candidate",
         executable=fake_host,
+        handover="events",  # the counters have tests of their own below
     )
 
 
@@ -242,7 +243,9 @@ def test_a_host_started_ahead_takes_its_kernel_and_its_name_later(
     # A worker started before its request readies hosts with no kernel; the request's kernels
     # are loaded into them, and their errors then name them.
     cupy = StandInCupy()
-    ahead = SandboxedKernel(None, cp=cupy, stream=cupy.stream, who="a kernel", executable=fake_host)
+    ahead = SandboxedKernel(
+        None, cp=cupy, stream=cupy.stream, who="a kernel", executable=fake_host, handover="events"
+    )
     try:
         crash = tmp_path / "crash.c"
         crash.write_text(

@@ -51,7 +51,11 @@ from kernelseek_tui.evaluate.result import (
     geomean,
 )
 from kernelseek_tui.evaluate.retiring import RetiringWorkers
-from kernelseek_tui.evaluate.sandbox_host import SandboxError, host_executable
+from kernelseek_tui.evaluate.sandbox_host import (
+    SandboxError,
+    empty_kernel_library,
+    host_executable,
+)
 from kernelseek_tui.evaluate.spare import (
     STANDBY_GRACE_S,
     SpareKey,
@@ -241,7 +245,7 @@ def evaluate(
         paired_library = paired.library if paired.ok else None
 
     chosen_isolation = result.isolation
-    sandbox_host = None
+    sandbox_host = handover_probe = None
     mps: MpsChoice | None = None
     if chosen_isolation != "in-process":
         # A call timed in another process carries the hand-over between the two: its cached
@@ -262,8 +266,13 @@ def evaluate(
         # error, said before any worker starts, not a worker's failure.
         try:
             sandbox_host = str(host_executable())
+            handover_probe = str(empty_kernel_library())
         except SandboxError as error:
             raise KernelseekError(f"isolation {chosen_isolation!r}: {error.reason}") from None
+        if task.timing.method == "flushed":
+            # The worker takes the measured hand-over out of these times: not the raw ones
+            # cached before it did (evaluate/handover_cost.py).
+            baseline_key = f"{baseline_key}-net"
     _mark(result, "built", started)
     request = {
         "task_dir": str(task.dir),
@@ -280,6 +289,7 @@ def evaluate(
         "isolation": chosen_isolation,
         "handover": result.handover,
         "sandbox_host": sandbox_host,
+        "handover_probe": handover_probe,
         # Fresh per evaluation: the worker seals each line with it (evaluate/protocol_seal.py).
         KEY_FIELD: new_key(),
     }
@@ -486,6 +496,8 @@ def _run_worker(
                 _mark(result, "last_scenario", started)
                 done += 1
                 notify(record.name, done, total)
+            elif kind == "handover":
+                result.handover_us = float(message["us"])
             elif kind == "fatal":
                 fatal = message
             elif kind == "done":

@@ -117,6 +117,11 @@ def format_summary(result: EvalResult) -> str:
         lines.append(
             f"isolation: {result.isolation} (each kernel judged in a process of its own{handed})"
         )
+        if result.handover_us is not None:
+            lines.append(
+                f"hand-over: {result.handover_us:.1f} us a call, measured with the judge's empty "
+                "kernel and taken out of every isolated figure"
+            )
         if result.mps:
             lines.append(f"GPU shared through: {result.mps}")
     lines.append(

@@ -110,6 +110,10 @@ class EvalResult:
     # With isolation "process", how each call was handed to a kernel's process: "events" or
     # "counters" (evaluate/stream_counters.py); None in-process.
     handover: str | None = None
+    # With isolation "process" and the flushed method, what the hand-over added to each call,
+    # in microseconds, measured with the judge's empty kernel before any candidate was loaded;
+    # every isolated figure (ms, TFLOP/s, speedups) is net of it (evaluate/handover_cost.py).
+    handover_us: float | None = None
     # With isolation "process", the MPS server the processes shared the GPU through (or none,
     # and what that costs), and whether it was restarted after this evaluation.
     mps: str | None = None

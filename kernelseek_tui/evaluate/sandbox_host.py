@@ -30,6 +30,8 @@ from kernelseek_tui.evaluate.build import cache_root
 
 HOST_SOURCE = Path(__file__).with_name("sandbox_host.cpp")
 HOST_RECIPE = ("-O2", "-ldl")  # the nvcc flags besides the source and output
+EMPTY_SOURCE = Path(__file__).with_name("empty_kernel.cu")
+EMPTY_RECIPE = ("-O2", "-shared", "-Xcompiler", "-fPIC")
 # What the host's environment keeps of the judge's: which GPU and how devices are numbered,
 # the MPS server the judge may be a client of (the host must join the same one), how CUDA loads
 # modules (as the judge's in-process kernels would), where the driver is. Nothing else (no
@@ -66,15 +68,17 @@ class SandboxDied(SandboxError):
 
 
 @functools.cache
-def _build_key(compiler: str) -> str:
-    """What determines the host's binary: its source, the recipe, the compiler's version. Once
-    per process and compiler (``nvcc --version`` is a subprocess; evaluations and a worker's
-    hosts started ahead each ask for the host)."""
+def _build_key(
+    compiler: str, source: Path = HOST_SOURCE, recipe: tuple[str, ...] = HOST_RECIPE
+) -> str:
+    """What determines a built binary: its source, the recipe, the compiler's version. Once
+    per process, compiler and binary (``nvcc --version`` is a subprocess; evaluations and a
+    worker's hosts started ahead each ask for the host)."""
     version = subprocess.run(
         [compiler, "--version"], capture_output=True, text=True, check=False
     ).stdout
     digest = hashlib.sha256()
-    for part in (HOST_SOURCE.read_bytes(), " ".join(HOST_RECIPE).encode(), version.encode()):
+    for part in (source.read_bytes(), " ".join(recipe).encode(), version.encode()):
         digest.update(part)
         digest.update(b"\0")
     return digest.hexdigest()[:16]
@@ -83,25 +87,36 @@ def _build_key(compiler: str) -> str:
 def host_executable(nvcc: str = "nvcc") -> Path:
     """The host built with ``nvcc`` (CUDA runtime linked statically), cached by its source, the
     recipe and the compiler's version; built on first use (a few seconds)."""
+    return _built(nvcc, HOST_SOURCE, HOST_RECIPE, "sandbox_host", "the candidate's process")
+
+
+def empty_kernel_library(nvcc: str = "nvcc") -> Path:
+    """The judge's own empty kernel as a library (evaluate/handover_cost.py), built and cached
+    as the host is."""
+    return _built(nvcc, EMPTY_SOURCE, EMPTY_RECIPE, "libempty.so", "the judge's empty kernel")
+
+
+def _built(nvcc: str, source: Path, recipe: tuple[str, ...], name: str, what: str) -> Path:
     compiler = shutil.which(nvcc)
     if compiler is None:
-        raise SandboxError(f"{nvcc} not found: it builds the candidate's process", "error")
-    target = cache_root().parent / "sandbox" / _build_key(compiler) / "sandbox_host"
+        raise SandboxError(f"{nvcc} not found: it builds {what}", "error")
+    target = cache_root().parent / "sandbox" / _build_key(compiler, source, recipe) / name
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"sandbox_host.{os.getpid()}.partial")
+    partial = target.with_name(f"{name}.{os.getpid()}.partial")
+    # Libraries after the source: the linker resolves left to right.
+    flags = [flag for flag in recipe if not flag.startswith("-l")]
+    libraries = [flag for flag in recipe if flag.startswith("-l")]
     built = subprocess.run(
-        [compiler, "-O2", "-o", str(partial), str(HOST_SOURCE), "-ldl"],
+        [compiler, *flags, "-o", str(partial), str(source), *libraries],
         capture_output=True,
         text=True,
         check=False,
     )
     if built.returncode != 0:
         partial.unlink(missing_ok=True)
-        raise SandboxError(
-            f"the candidate's process did not build:\n{built.stderr.strip()}", "error"
-        )
+        raise SandboxError(f"{what} did not build:\n{built.stderr.strip()}", "error")
     os.replace(partial, target)  # atomic: a concurrent build leaves one whole file
     return target
 

@@ -42,6 +42,7 @@ from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
 from kernelseek_tui.evaluate.gate import StreamGate
+from kernelseek_tui.evaluate.handover_cost import HandoverCost, measure_handover, net_of_handover
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
@@ -240,6 +241,13 @@ class Evaluation:
         self.sandboxes: list[SandboxedKernel] = []
         self._hosts_ahead = standby.hosts
         standby.hosts = []
+        # What the hand-over adds to an isolated call, measured before any candidate is
+        # loaded anywhere and taken out of every isolated figure (evaluate/handover_cost.py).
+        self.handover_cost: HandoverCost | None = None
+        probe = request.get("handover_probe")
+        if self.isolated and probe and self.task.timing.method == "flushed":
+            self.handover_cost = self._measure_handover(Path(probe))
+            emit(self.handover_cost.message())
         self.candidate = self._load(request["candidate"], "the candidate", "fail")
         self.baseline = (
             self._load(request["baseline"], "the starting kernel", "error")
@@ -302,6 +310,52 @@ class Evaluation:
         )
         self.sandboxes.append(kernel)
         return kernel
+
+    def _measure_handover(self, library: Path) -> HandoverCost:
+        """The judge's empty kernel timed in-process and in a process of its own (one that
+        will hold no other kernel), in turn; that process is closed after."""
+        cp, stream = self.cp, self.stream
+        host = self.request.get("sandbox_host")
+        isolated = SandboxedKernel(
+            library,
+            cp=cp,
+            stream=stream,
+            who="the judge's empty kernel",
+            kind="error",
+            executable=Path(host) if host else None,
+            handover=self.request.get("handover") or "events",
+        )
+        try:
+            kernels: dict[str, Kernel | SandboxedKernel] = {
+                "in-process": Kernel(str(library)),
+                "isolated": isolated,
+            }
+            gates = {"in-process": None, "isolated": StreamGate(cp, stream)}
+            spec = TensorSpec(name="x", dtype="float32", shape=("1",), role="output")
+            tensor = allocate(cp, spec, (1,), shared=True)
+            # Short runs: the empty call is a few microseconds; a few hundred samples a run.
+            timing = Timing(warmup_ms=2.0, rep_ms=10.0, min_reps=50, max_reps=300)
+
+            def time_us(way: str) -> float:
+                launch = kernels[way].bind_tensors([tensor], [], [], stream.ptr)
+
+                def call(_set: int) -> None:
+                    if launch() != 0:
+                        raise FatalError("the judge's empty kernel failed to launch", "error")
+
+                # As the kernels are timed: the isolated one behind the gate.
+                return time_calls(cp, stream, call, 1, timing, gate=gates[way]).median_ms * 1000.0
+
+            with stream:
+                return measure_handover(time_us)
+        finally:
+            isolated.forget_all()
+            isolated.close()
+
+    def net(self, stats: TimingStats) -> TimingStats:
+        """An isolated kernel's flushed ``stats`` less the measured hand-over (the same
+        ``stats`` in-process)."""
+        return net_of_handover(stats, self.handover_cost)
 
     def allocate(self, spec: TensorSpec, shape: tuple[int, ...]) -> GuardedTensor:
         """A tensor for the kernels: in an allocation of its own when they run elsewhere."""
@@ -476,8 +530,11 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
                 settle=ev.settle,
                 gate=ev.gate,
             )
-            stats = in_turn.stats[0]
+            # The kernels' figures less the hand-over when they run in processes of their own
+            # (before the ratios: both sides of one carry it); the peers run here, with none.
+            in_turn.stats[0] = stats = ev.net(in_turn.stats[0])
             if paired is not None:
+                in_turn.stats[1] = ev.net(in_turn.stats[1])
                 result.paired_ms = in_turn.stats[1].median_ms
                 result.paired_ratios = in_turn.ratios(1, 0)
             for k, peer in enumerate(peer_calls):
@@ -494,6 +551,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
                 settle=ev.settle,
                 gate=ev.gate,
             )
+            stats = ev.net(stats)
     except LaunchFailed:
         result.passed = False
         result.reasons.append("ks_launch returned nonzero while being timed")
@@ -979,6 +1037,7 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
         stats = time_calls(cp, ev.stream, call, n_sets, task.timing, settle=ev.settle, gate=ev.gate)
     except LaunchFailed:
         return None
+    stats = ev.net(stats)
     ev.sync("the starting kernel")
     if ev.baseline_cache is not None:
         ev.baseline_cache.put(scenario["name"], scenario["fields"], stats.median_ms)
