@@ -12,6 +12,10 @@ agent's edit), so each quick run after the first finds its worker ready; the jud
 
     python3 benchmarks/eval_bench.py [--task kernels/flash_fwd] [--out DIR] [--quick-runs 2]
         [--warm --pause 10] [--source kernels/flash_fwd/sm90.cu] [--skip-full]
+        [--isolation process]
+
+`--isolation process` judges every kernel in a process of its own (evaluate/sandboxed_kernel.py),
+through the judge's own MPS server unless CUDA_MPS_PIPE_DIRECTORY names one.
 """
 
 from __future__ import annotations
@@ -71,6 +75,11 @@ def main() -> int:
     parser.add_argument("--warm", action="store_true", help="a spare worker between quick runs")
     parser.add_argument("--pause", type=float, default=10.0, help="seconds between warm runs")
     parser.add_argument("--source", type=Path, help="the kernel to judge (default: the task's)")
+    parser.add_argument(
+        "--isolation",
+        choices=("in-process", "process"),
+        help="where the kernels run while judged (default: the task's)",
+    )
     args = parser.parse_args()
     task = load_task(args.task)
     source = args.source or task.source
@@ -84,14 +93,17 @@ def main() -> int:
     warm = build(source.read_text(), rule=task.dependency_rule, extra_flags=task.nvcc_flags)
     print(
         f"machine: {gpu}; {platform.node()}; build cache warmed in "
-        f"{time.monotonic() - began:.1f} s (hit: {warm.cache_hit})"
+        f"{time.monotonic() - began:.1f} s (hit: {warm.cache_hit}); "
+        f"isolation: {args.isolation or task.isolation}"
     )
 
     quick = []
     for run in range(args.quick_runs):
         if args.warm and run > 0:
             time.sleep(args.pause)
-        result = evaluate(task, source, sets=["quick"], prestart_next=args.warm)
+        result = evaluate(
+            task, source, sets=["quick"], prestart_next=args.warm, isolation=args.isolation
+        )
         quick.append(result)
         (args.out / f"quick-{run}.json").write_text(result.to_json())
         print(
@@ -99,10 +111,12 @@ def main() -> int:
             f"{result.summary.passed}/{result.summary.total} in {result.duration_s:.1f} s"
         )
         print(f"  where the time went: {timeline_line(result)}")
+        if result.isolation != "in-process":
+            print(f"  hand-over taken out: {result.handover_us} us; MPS: {result.mps}")
         print(f"  the scenarios by phase: {phase_line(result)}")
 
     if not args.skip_full:
-        full = evaluate(task, source)
+        full = evaluate(task, source, isolation=args.isolation)
         (args.out / "full.json").write_text(full.to_json())
         slowest = sorted(full.scenarios, key=lambda s: -(s.wall_s or 0))[:5]
         print(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from kernelseek_tui.evaluate.private_mps import (
     MpsError,
     PrivateMps,
     mps_for_isolation,
+    reap_orphans,
 )
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "with_private_mps.sh"
@@ -213,3 +215,29 @@ def test_a_server_named_in_the_environment_or_mps_off_starts_nothing(
     off = mps_for_isolation(None, control=str(control))
     assert off.said.startswith(f"none ({MPS_VARIABLE}=off)") and off.server is None
     assert log_of(control) == []
+
+
+def test_a_server_whose_judge_was_killed_is_reaped_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    control = stand_in_daemon(tmp_path)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    # One started by a judge that is gone: a finished process's id stands for it.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    orphan = PrivateMps(str(control), stop_timeout_s=3)
+    root = Path(orphan.start()[PIPE_VARIABLE]).parent
+    (root / "owner").write_text(f"{gone.pid} 12345")
+    assert wait_for(lambda: len(orphan.processes()) == 1)
+    daemon = orphan.processes()[0]
+    # One whose judge still runs (this process), and one of the script's (no owner file).
+    alive = PrivateMps(str(control), stop_timeout_s=3)
+    alive_root = Path(alive.start()[PIPE_VARIABLE]).parent
+    scripts = temp / "kernelseek-mps.script"
+    scripts.mkdir()
+    assert reap_orphans(str(control)) == [root]
+    assert not root.exists() and alive_root.exists() and scripts.exists()
+    assert wait_for(lambda: not Path(f"/proc/{daemon}").exists() or _zombie(daemon))
+    alive.stop()

@@ -40,6 +40,10 @@ MPS_VARIABLE = "KERNELSEEK_MPS"
 GPU_VARIABLE = "KERNELSEEK_GPU"
 # /proc/<pid>/comm keeps 15 characters: the control daemon and the server both read so.
 _MPS_COMM = "nvidia-cuda-mps"
+# The private directories' prefix (scripts/with_private_mps.sh uses it too, with no owner file),
+# and the file naming the process that started the server.
+_PREFIX = "kernelseek-mps."
+_OWNER = "owner"
 
 
 class MpsError(Exception):
@@ -90,9 +94,11 @@ class PrivateMps:
         if program is None:
             raise MpsError(f"{self.control} not found (it comes with the NVIDIA driver)")
         if self._root is None:  # a restart keeps the directories: clients find it by them
-            root = Path(tempfile.mkdtemp(prefix="kernelseek-mps."))
+            root = Path(tempfile.mkdtemp(prefix=_PREFIX))
             (root / "pipe").mkdir()
             (root / "log").mkdir()
+            # Who started it: a server whose owner is gone is reaped by the next (reap_orphans).
+            (root / _OWNER).write_text(_identity(os.getpid()))
             self._root = root
         root = self._root
         # The daemon forks and may keep whatever output it was given: a file, not a pipe this
@@ -201,6 +207,36 @@ class PrivateMps:
         self._daemon_up = False
 
 
+def _identity(pid: int, proc: Path = Path("/proc")) -> str:
+    """A process as "<pid> <start time>": a pid reused by a later process does not match."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return f"{pid} gone"
+    # "pid (comm) state ppid ...": the start time is the 20th field after the comm.
+    return f"{pid} {stat[stat.rfind(')') + 2 :].split()[19]}"
+
+
+def reap_orphans(control: str = CONTROL, proc: Path = Path("/proc")) -> list[Path]:
+    """Stop the private servers whose owner is gone (killed before it could stop them: a
+    SIGKILL runs no exit handler) and remove their directories; returns those directories.
+    Servers with no owner file (the script's) or another user's are left alone."""
+    reaped = []
+    for root in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        try:
+            recorded = (root / _OWNER).read_text().strip()
+            pid = int(recorded.split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if _identity(pid, proc) == recorded:
+            continue  # its owner still runs
+        orphan = PrivateMps(control, proc=proc)
+        orphan._root, orphan._daemon_up = root, True
+        orphan.stop()
+        reaped.append(root)
+    return reaped
+
+
 @dataclass(frozen=True, slots=True)
 class MpsChoice:
     """How an isolated evaluation's processes share the GPU: the variables its worker gets,
@@ -238,6 +274,8 @@ def mps_for_isolation(visible_devices: str | None, control: str = CONTROL) -> Mp
     with _SERVERS_LOCK:
         server = _SERVERS.get(visible_devices)
         if server is None:
+            if not _SERVERS:  # once a process: what killed judges left running
+                reap_orphans(control)
             server = PrivateMps(control, visible_devices=visible_devices)
             _SERVERS[visible_devices] = server
         try:

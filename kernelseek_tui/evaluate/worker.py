@@ -245,7 +245,8 @@ class Evaluation:
         # loaded anywhere and taken out of every isolated figure (evaluate/handover_cost.py).
         self.handover_cost: HandoverCost | None = None
         probe = request.get("handover_probe")
-        if self.isolated and probe and self.task.timing.method == "flushed":
+        timed = any(scenario.get("timed") for scenario in request["scenarios"])
+        if self.isolated and probe and timed and self.task.timing.method == "flushed":
             self.handover_cost = self._measure_handover(Path(probe))
             emit(self.handover_cost.message())
         self.candidate = self._load(request["candidate"], "the candidate", "fail")
