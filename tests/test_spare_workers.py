@@ -531,3 +531,21 @@ def test_a_program_that_ends_waits_for_its_retired_workers(tmp_path: Path) -> No
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-c", program], env=env, check=True, timeout=60)
     assert marker.exists()  # the program ended only once its worker had
+
+
+def test_a_worker_asked_for_another_isolation_than_its_tasks_readies_for_that_one() -> None:
+    # A spare readies the kernels' processes only when it knows the request will isolate: its
+    # command says so where the evaluation's isolation is not the task's, and the command is
+    # part of the spare's key, so it never serves a request of the other kind.
+    from kernelseek_tui.evaluate.worker import _options
+
+    task = load_task(TASK_DIR)
+    assert task.isolation == "in-process"
+    plain = api.worker_command(task, peers=True, isolation="in-process")
+    isolated = api.worker_command(task, peers=True, isolation="process")
+    assert "--isolation" not in plain and api.worker_command(task, peers=True) == plain
+    assert isolated[isolated.index("--isolation") + 1] == "process"
+    keys = {SpareKey("0", str(task.dir), tuple(command)) for command in (plain, isolated)}
+    assert len(keys) == 2
+    assert _options(isolated[isolated.index("--task-dir") :]).isolation == "process"
+    assert _options(plain[plain.index("--task-dir") :]).isolation is None

@@ -310,7 +310,9 @@ def evaluate(
     harness_error = _run_worker(
         request,
         result,
-        command=worker_command(task, peers=compare and bool(task.comparators)),
+        command=worker_command(
+            task, peers=compare and bool(task.comparators), isolation=chosen_isolation
+        ),
         device=device,
         timeout_s=limit,
         stall=watch,
@@ -364,11 +366,14 @@ def _scenario_flops(task: Task, planned: list[_Planned]) -> dict[str, float | No
         return {}
 
 
-def worker_command(task: Task, *, peers: bool) -> list[str]:
+def worker_command(task: Task, *, peers: bool, isolation: str | None = None) -> list[str]:
     """The worker's command line: what it may ready before its request (the task's
-    comparators with ``peers``), and how long it waits for one when started as a spare."""
+    comparators with ``peers``; the kernels' processes with ``isolation`` "process", where the
+    task's own is not), and how long it waits for one when started as a spare."""
     command = [*WORKER_COMMAND, "--task-dir", str(task.dir)]
     command += ["--standby-limit", f"{SPARES.max_age_s + STANDBY_GRACE_S:g}"]
+    if isolation is not None and isolation != task.isolation:
+        command += ["--isolation", isolation]  # a spare so started serves only such requests
     return [*command, "--peers"] if peers else command
 
 

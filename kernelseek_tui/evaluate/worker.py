@@ -126,10 +126,11 @@ class Standby:
         return self.peers if task.comparator_module == self.comparator_module else None
 
 
-def prepare_standby(task_dir: str | None, *, peers: bool) -> Standby:
+def prepare_standby(task_dir: str | None, *, peers: bool, isolation: str | None = None) -> Standby:
     """Import CuPy, make the CUDA context on device 0 real, and with ``peers`` load the task's
     comparators (torch, and the peers' libraries through the module's optional ``preload``)
-    and run each once on small inputs (its optional ``warm_up``)."""
+    and run each once on small inputs (its optional ``warm_up``). ``isolation``: the one the
+    request will ask for (None: the task's); "process" starts the kernels' processes too."""
     import cupy as cp
 
     if cp.cuda.runtime.getDeviceCount() < 1:
@@ -158,7 +159,7 @@ def prepare_standby(task_dir: str | None, *, peers: bool) -> Standby:
         task = load_task(task_dir)
     except Exception:  # the request's own load of the task reports what is wrong with it
         return standby
-    if task.isolation == "process":
+    if (isolation or task.isolation) == "process":
         standby.hosts = _start_hosts(cp, stream)
     if peers and task.comparators and task.comparator_module is not None:
         standby.peers = PeerRunner(task.comparator_module, task.comparators, stream.ptr)
@@ -1103,6 +1104,12 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--task-dir", help="the task, known before the request: load ahead")
     parser.add_argument("--peers", action="store_true", help="load the task's comparators ahead")
     parser.add_argument(
+        "--isolation",
+        choices=("in-process", "process"),
+        help="the isolation the request will ask for (default: the task's): with process, "
+        "start the kernels' processes ahead",
+    )
+    parser.add_argument(
         "--standby-limit",
         type=float,
         default=None,
@@ -1142,7 +1149,9 @@ def main(argv: list[str] | None = None) -> int:
     # the answer to the request, as it was when the set-up came after the request.
     prepared: Standby | Exception
     try:
-        prepared = prepare_standby(options.task_dir, peers=options.peers)
+        prepared = prepare_standby(
+            options.task_dir, peers=options.peers, isolation=options.isolation
+        )
     except Exception as error:
         prepared = error
     text = _read_request(started, options.standby_limit)
