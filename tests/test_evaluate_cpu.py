@@ -469,8 +469,9 @@ def test_an_isolated_worker_is_a_client_of_the_judges_mps_server_restarted_after
     monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
     servers: dict = {}
     monkeypatch.setattr(private_mps, "_SERVERS", servers)
-    # The stand-in worker names the server it was given, then hangs when told to.
-    hang = tmp_path / "hang"
+    # The stand-in worker names the server it was given, then hangs when told to, or fails
+    # at its set-up as one the server refused.
+    hang, refuse = tmp_path / "hang", tmp_path / "refuse"
     _scripted_worker(
         monkeypatch,
         tmp_path,
@@ -480,6 +481,10 @@ req = json.loads(sys.stdin.read())
 from kernelseek_tui.evaluate.protocol_seal import Sealer
 seal = Sealer.from_request(req)
 def emit(m): print(seal.line(m), flush=True)
+if os.path.exists(REFUSE_FILE):  # as a worker whose CUDA context the server refused
+    emit({"type": "fatal", "kind": "error", "reason": "CUDARuntimeError: "
+          "cudaErrorDevicesUnavailable: CUDA-capable device(s) is/are busy or unavailable"})
+    sys.exit(3)
 emit({"type": "device", "name": os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "none"),
       "index": "0"})
 if os.path.exists(HANG_FILE):
@@ -487,7 +492,7 @@ if os.path.exists(HANG_FILE):
           "phase": "check"})
     time.sleep(60)
 emit({"type": "done"})
-""".replace("HANG_FILE", repr(str(hang))),
+""".replace("HANG_FILE", repr(str(hang))).replace("REFUSE_FILE", repr(str(refuse))),
     )
     source = _source(tmp_path)
     try:
@@ -509,6 +514,12 @@ emit({"type": "done"})
         assert after.device["name"] == pipe  # the same directories: a client finds the new one
         assert after.mps == "a private MPS server started by the judge"
         assert log_of(control)[3:] == []  # no restart after an evaluation that ended well
+        refuse.touch()
+        refused = api.evaluate(task, source, sets=["quick"], isolation="process")
+        assert refused.verdict == "error"
+        assert "cudaErrorDevicesUnavailable" in refused.reasons[0]
+        assert "KERNELSEEK_MPS=off judges without it" in refused.reasons[1]
+        assert log_of(control)[3:] == ["quit", f"start {pipe} all"]
     finally:
         for server in servers.values():
             server.stop()

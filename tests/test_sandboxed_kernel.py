@@ -330,3 +330,45 @@ def test_the_hand_over_is_chosen_by_name_and_a_wrong_name_is_refused(
     monkeypatch.setenv(HANDOVER_VARIABLE, "pigeons")
     with pytest.raises(ValueError, match="KERNELSEEK_HANDOVER must be one of events, counters"):
         default_handover()
+
+
+def test_a_frozen_process_is_settled_then_stopped_and_asked_nothing_until_thawed(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # While the starting kernel or a peer is timed alone, the other kernels' processes are
+    # stopped (worker.Evaluation.others_stopped): nothing of theirs runs, so nothing of theirs
+    # can be asked (a stopped process answers nothing), and closing one still works.
+    cupy = StandInCupy()
+    sandboxed = kernel(fake_host, cupy, tmp_path)
+    try:
+        out = cupy.tensor(short_dir / "out", base=1 << 20)
+        call = sandboxed.bind_tensors([out], [3], [0.5], cupy.stream.ptr)
+        assert call() == 0
+        pid = sandboxed._host.pid
+        settled_while: list[str] = []
+        settle = sandboxed.settle
+
+        def watched_settle() -> float:
+            settled_while.append(_state(pid))
+            return settle()
+
+        sandboxed.settle = watched_settle  # type: ignore[method-assign]
+        sandboxed.freeze()
+        assert settled_while and settled_while[0] != "T"  # settled first, while it ran
+        assert _state(pid) == "T"
+        del sandboxed.settle
+        assert sandboxed.settle() == 0.0  # answered here: no round trip to a stopped process
+        sandboxed.check()
+        sandboxed.thaw()
+        assert _state(pid) != "T"
+        assert call() == 0
+        assert floats(short_dir / "out") == (2.0, 3.0, 0.5)
+        sandboxed.freeze()
+    finally:
+        sandboxed.close()  # thaws it to say quit
+    assert sandboxed._host._process.returncode == 0
+
+
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2]

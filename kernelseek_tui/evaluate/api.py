@@ -37,6 +37,7 @@ from kernelseek_tui.evaluate.gpu_sharing import GpuProcess, check_sharing
 from kernelseek_tui.evaluate.noise import geomean_noise
 from kernelseek_tui.evaluate.paired import PairedKernel, paired_speedup
 from kernelseek_tui.evaluate.private_mps import (
+    MPS_VARIABLE,
     PIPE_VARIABLE,
     MpsChoice,
     MpsError,
@@ -523,8 +524,16 @@ def _run_worker(
         process.wait()
         drain.join(timeout=2)
         sender.join(timeout=2)
+    mps_hint = None
     if mps is not None and mps.server is not None and _left_mps_wedged(stopped_for, forgery, fatal):
         _restart_mps(mps.server, key, result)
+        if current[1] == "setup":
+            # Refused before any kernel ran: this GPU may not take MPS clients at all.
+            mps_hint = (
+                f"the worker could not start as a client of the judge's MPS server; where this "
+                f"GPU cannot run MPS, {MPS_VARIABLE}=off judges without it (every timed call "
+                "then carries the switching between the processes' contexts)"
+            )
     _mark(result, "worker_released", started)
     if sharing is not None:
         later = (
@@ -557,6 +566,8 @@ def _run_worker(
             reason += ": " + " | ".join(tail)
     where = f" in scenario {scenario_name} ({phase})" if scenario_name else f" ({phase})"
     result.reasons.append(reason + where)
+    if mps_hint is not None:
+        result.reasons.append(mps_hint)
     if scenario_name in index_of and kind == "fail":
         stuck = result.scenarios[index_of[scenario_name]]
         if stuck.passed is None:

@@ -23,6 +23,7 @@ import struct
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -50,6 +51,18 @@ _REPLY_LIMIT = 1 << 16
 # After the host dies, how long the watcher leaves the judge's own thread to notice (it reads
 # EOF on its next reply) before the watcher reports the death itself.
 _WATCH_GRACE_S = 0.2
+# How long ``freeze`` waits for the kernel to report the host stopped (a SIGSTOP is delivered
+# asynchronously; on an idle machine within microseconds).
+_FREEZE_WAIT_S = 1.0
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (or gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] in "TtZX"
 
 
 class SandboxError(Exception):
@@ -158,6 +171,7 @@ class SandboxHost:
         self.who, self.kind = who, kind
         self._on_death = on_death
         self._closing = False
+        self._frozen = False
         self._death_claimed = False
         self._claim_lock = threading.Lock()
         self._reason_lock = threading.Lock()
@@ -237,6 +251,29 @@ class SandboxHost:
             return f"{self.who}'s process died ({name})"
         return f"{self.who}'s process ended (exit status {code})"
 
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    def freeze(self) -> None:
+        """Stop the host (SIGSTOP): no thread of it runs, so it enqueues nothing, until
+        ``thaw``. Returns once the kernel says it is stopped."""
+        if self._frozen or self._process.poll() is not None:
+            return
+        os.kill(self.pid, signal.SIGSTOP)
+        self._frozen = True
+        deadline = time.monotonic() + _FREEZE_WAIT_S
+        while not _stopped(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.0005)
+
+    def thaw(self) -> None:
+        """Let a frozen host run again (SIGCONT)."""
+        if not self._frozen:
+            return
+        self._frozen = False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGCONT)
+
     def assign(self, *, who: str, kind: str, on_death: Callable[[str], None] | None) -> None:
         """Name the kernel a host started ahead of its request now serves."""
         self.who, self.kind, self._on_death = who, kind, on_death
@@ -246,6 +283,7 @@ class SandboxHost:
         if self._closing:
             return
         self._closing = True
+        self.thaw()  # a stopped host could not read its quit
         if self._process.poll() is None:
             with contextlib.suppress(SandboxError):
                 self.ask("quit")

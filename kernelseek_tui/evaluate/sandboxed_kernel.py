@@ -198,11 +198,23 @@ class SandboxedKernel:
         self._counters.wait(self._stream.ptr, self._done_counter, self._count)
         return code
 
+    def freeze(self) -> None:
+        """Let the kernel's process finish its work (``settle``), then stop it until ``thaw``:
+        while another kernel or a peer is timed it can enqueue nothing, from any thread."""
+        self.settle()
+        self._host.freeze()
+
+    def thaw(self) -> None:
+        self._host.thaw()
+
     def settle(self) -> float:
         """Wait for every stream of the kernel's process (the judge's device synchronize does
         not reach another process's work); returns how long that process's device synchronize
         waited, in milliseconds, by its own clock: the pipe's round trip around it is not work
-        of the kernel's, and a stall in it must not read as a tail (docs/RELIABILITY.md)."""
+        of the kernel's, and a stall in it must not read as a tail (docs/RELIABILITY.md). A
+        frozen process has nothing to wait for (settled before it was stopped): 0."""
+        if self._host.frozen:
+            return 0.0
         reply = self._host.ask("devsync")
         try:
             return int(reply) / 1000.0
@@ -214,7 +226,10 @@ class SandboxedKernel:
             ) from error
 
     def check(self) -> None:
-        """Raise SandboxError when the kernel's stream holds an error."""
+        """Raise SandboxError when the kernel's stream holds an error (a frozen process was
+        checked as it was settled, and has run nothing since)."""
+        if self._host.frozen:
+            return
         self._host.ask("sync")
 
     def forget_all(self) -> None:

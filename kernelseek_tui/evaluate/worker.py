@@ -20,6 +20,7 @@ Lines: {"type": "device", ...}, {"type": "progress", "index", "total", "scenario
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import math
@@ -31,7 +32,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -353,6 +354,23 @@ class Evaluation:
         finally:
             isolated.forget_all()
             isolated.close()
+
+    @contextlib.contextmanager
+    def others_stopped(self, timed: Kernel | SandboxedKernel | None = None) -> Iterator[None]:
+        """While the starting kernel or a peer is timed alone, every other kernel's process is
+        settled and stopped (SIGSTOP): no thread of the candidate's can put work on the GPU
+        beside it. Nothing in-process: a kernel loaded here cannot be stopped apart from the
+        judge."""
+        stopped: list[SandboxedKernel] = []
+        try:
+            for kernel in self.sandboxes:
+                if kernel is not timed:
+                    kernel.freeze()
+                    stopped.append(kernel)
+            yield
+        finally:
+            for kernel in stopped:
+                kernel.thaw()
 
     def net(self, stats: TimingStats) -> TimingStats:
         """An isolated kernel's flushed ``stats`` less the measured hand-over (the same
@@ -959,7 +977,8 @@ def _time_peer(
         ev.sync(f"peer {peer.name}")
         notes = _peer_check(ev, peer.name, outputs, reference)
         if stats is None:
-            stats = time_calls(cp, ev.stream, peer, n_sets, timing)
+            with ev.others_stopped():
+                stats = time_calls(cp, ev.stream, peer, n_sets, timing)
             ev.sync(f"peer {peer.name}")
     except FatalError:
         raise
@@ -1036,7 +1055,10 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
     ev.switch("baseline")
     ev.emit({"type": "progress", "index": index, "scenario": scenario["name"], "phase": "baseline"})
     try:
-        stats = time_calls(cp, ev.stream, call, n_sets, task.timing, settle=ev.settle, gate=ev.gate)
+        with ev.others_stopped(ev.baseline):
+            stats = time_calls(
+                cp, ev.stream, call, n_sets, task.timing, settle=ev.settle, gate=ev.gate
+            )
     except LaunchFailed:
         return None
     stats = ev.net(stats)
