@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# What isolation must show before it becomes the judge's default (docs/RELIABILITY.md, the end
+# of "Kernels in a process of their own"), run on the GPU box in two device calls:
+#
+#   OUT=$OUT scripts/gpu_isolation_check.sh loop    # ~4 min: the quick loop and the objective
+#   OUT=$OUT scripts/gpu_isolation_check.sh bench   # ~6 min: 36 bench shapes against fa_bench
+#
+# loop: benchmarks/eval_bench.py with every kernel in a process of its own: three quick runs, each
+# after the first finding its worker started ahead (target: 5 s warm), then the full objective
+# (target: 45 s). bench: the judge's bench set isolated, fa_bench's do_bench and in-turn figures
+# in the same call, and benchmarks/judge_vs_dobench.py against the in-turn ones (target: every
+# shape within 3%). Each prints what it measured; nothing is decided here.
+set -uo pipefail
+part=${1:-}
+: "${OUT:?OUT names the folder for the results}"
+source scripts/gpu_env.sh || exit 1
+source_file=kernels/flash_fwd/sm90.cu
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+date -u
+case "$part" in
+loop)
+    timeout 150 python3 benchmarks/eval_bench.py --isolation process --warm --pause 10 \
+        --quick-runs 3 --skip-full --source "$source_file" --out "$OUT/quick"
+    echo "quick loop: exit $?"
+    date -u
+    timeout 150 python3 benchmarks/eval_bench.py --isolation process --quick-runs 0 \
+        --source "$source_file" --out "$OUT/full" > "$OUT/full.txt" 2>&1
+    echo "full objective: exit $?"
+    head -4 "$OUT/full.txt"
+    ;;
+bench)
+    timeout 150 python3 -m kernelseek_tui eval kernels/flash_fwd --source "$source_file" \
+        --set bench --isolation process --json > "$OUT/isolated.json" 2> "$OUT/isolated.err"
+    echo "eval --set bench --isolation process: exit $?"
+    date -u
+    timeout 300 python3 benchmarks/fa_bench.py --source "$source_file" --in-turn \
+        --json "$OUT/fa_bench.json" > "$OUT/fa_bench.txt" 2>&1
+    echo "fa_bench --in-turn: exit $?"
+    tail -3 "$OUT/fa_bench.txt"
+    python3 benchmarks/judge_vs_dobench.py "$OUT/isolated.json" "$OUT/fa_bench.json" \
+        --candidate sm90 --against turn | tail -12
+    ;;
+*)
+    echo "usage: OUT=DIR $0 loop|bench" >&2
+    exit 2
+    ;;
+esac
+date -u
