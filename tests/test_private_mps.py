@@ -29,6 +29,7 @@ from kernelseek_tui.evaluate.private_mps import (
     mps_for_isolation,
     reap_orphans,
 )
+from kernelseek_tui.evaluate.proc_stat import stat_fields
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "with_private_mps.sh"
 
@@ -151,11 +152,8 @@ def test_a_server_that_does_not_quit_is_killed(tmp_path: Path) -> None:
 
 
 def _zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2] == "Z"
+    fields = stat_fields(pid)
+    return fields is None or fields[0] == "Z"
 
 
 def test_a_restart_keeps_the_directories_its_clients_find_it_by(tmp_path: Path) -> None:

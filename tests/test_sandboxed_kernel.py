@@ -22,6 +22,7 @@ from sandbox_support import build_fake_host, compile_candidate, handle, have_com
 
 from kernelseek_tui.evaluate import sandbox_host
 from kernelseek_tui.evaluate.buffers import GuardedTensor
+from kernelseek_tui.evaluate.proc_stat import stat_fields
 from kernelseek_tui.evaluate.sandbox_host import SandboxError
 from kernelseek_tui.evaluate.sandboxed_kernel import SLOTS, SandboxedKernel
 from kernelseek_tui.task import TensorSpec
@@ -370,5 +371,6 @@ def test_a_frozen_process_is_settled_then_stopped_and_asked_nothing_until_thawed
 
 
 def _state(pid: int) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rfind(")") + 2]
+    fields = stat_fields(pid)
+    assert fields is not None, f"process {pid} is gone"
+    return fields[0]

@@ -20,6 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelseek_tui.evaluate.proc_stat import stat_fields
+
 _QUERY = "--query-compute-apps=gpu_uuid,pid,process_name,used_memory"
 _HEX_UUID = re.compile(r"^[0-9a-fA-F]{32}$")
 
@@ -55,12 +57,9 @@ def descendants(root: int, proc: Path = Path("/proc")) -> set[int]:
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
+        fields = stat_fields(int(entry.name), proc)
+        if fields is None:
             continue  # gone meanwhile
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ")" ends it.
-        fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) >= 2 and fields[1].isdigit():
             children.setdefault(int(fields[1]), []).append(int(entry.name))
     found, frontier = {root}, [root]

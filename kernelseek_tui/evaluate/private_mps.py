@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelseek_tui.evaluate.proc_stat import stat_fields
+
 CONTROL = "nvidia-cuda-mps-control"
 PIPE_VARIABLE = "CUDA_MPS_PIPE_DIRECTORY"
 LOG_VARIABLE = "CUDA_MPS_LOG_DIRECTORY"
@@ -209,12 +211,8 @@ class PrivateMps:
 
 def _identity(pid: int, proc: Path = Path("/proc")) -> str:
     """A process as "<pid> <start time>": a pid reused by a later process does not match."""
-    try:
-        stat = (proc / str(pid) / "stat").read_text()
-    except OSError:
-        return f"{pid} gone"
-    # "pid (comm) state ppid ...": the start time is the 20th field after the comm.
-    return f"{pid} {stat[stat.rfind(')') + 2 :].split()[19]}"
+    fields = stat_fields(pid, proc)
+    return f"{pid} gone" if fields is None else f"{pid} {fields[19]}"
 
 
 def reap_orphans(control: str = CONTROL, proc: Path = Path("/proc")) -> list[Path]:

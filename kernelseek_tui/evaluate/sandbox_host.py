@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kernelseek_tui.evaluate.build import cache_root
+from kernelseek_tui.evaluate.proc_stat import stat_fields
 
 HOST_SOURCE = Path(__file__).with_name("sandbox_host.cpp")
 HOST_RECIPE = ("-O2", "-ldl")  # the nvcc flags besides the source and output
@@ -58,11 +59,8 @@ _FREEZE_WAIT_S = 1.0
 
 def _stopped(pid: int) -> bool:
     """Whether the process is stopped by a signal (or gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2] in "TtZX"
+    fields = stat_fields(pid)
+    return fields is None or fields[0] in ("T", "t", "Z", "X")
 
 
 class SandboxError(Exception):
