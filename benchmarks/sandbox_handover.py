@@ -40,47 +40,22 @@ from typing import Any
 from kernelseek_tui.evaluate.api import evaluate
 from kernelseek_tui.evaluate.private_mps import mps_for_isolation
 from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE, HANDOVERS
-from kernelseek_tui.task import Task, TensorSpec, Timing, load_task
-
-EMPTY = r"""
-#include <stdint.h>
-#include <cuda_runtime.h>
-__global__ void nothing() {}
-extern "C" int ks_launch(void **, const int64_t *, const double *, void *stream) {
-    nothing<<<1, 32, 0, (cudaStream_t)stream>>>();
-    return (int)cudaGetLastError();
-}
-"""
+from kernelseek_tui.task import Task, Timing, load_task
 
 
 def empty_kernel_handover(rounds: int, handover: str) -> dict[str, list[float]]:
+    """The judge's empty kernel (evaluate/empty_kernel.cu) timed in-process and in a process
+    of its own, as the worker measures the hand-over (``handover_cost.time_empty_kernel``),
+    with the task's default timing; microseconds, median per round, and the process's start."""
     import cupy as cp
 
-    from kernelseek_tui.evaluate.buffers import allocate
-    from kernelseek_tui.evaluate.gate import StreamGate
+    from kernelseek_tui.evaluate.handover_cost import time_empty_kernel
+    from kernelseek_tui.evaluate.sandbox_host import empty_kernel_library
     from kernelseek_tui.evaluate.sandboxed_kernel import SandboxedKernel
-    from kernelseek_tui.evaluate.timing import time_calls
     from kernelseek_tui.evaluate.worker import Kernel
 
-    where = Path(tempfile.mkdtemp(prefix="ks-handover-"))
-    (where / "empty.cu").write_text(EMPTY)
-    library = where / "libempty.so"
-    subprocess.run(
-        [
-            "nvcc",
-            "-O2",
-            "-shared",
-            "-Xcompiler",
-            "-fPIC",
-            "-o",
-            str(library),
-            str(where / "empty.cu"),
-        ],
-        check=True,
-    )
+    library = empty_kernel_library()
     stream = cp.cuda.Stream(non_blocking=True)
-    spec = TensorSpec(name="x", dtype="float32", shape=("1",), role="output")
-    tensor = allocate(cp, spec, (1,), shared=True)
     # What a process of its own costs an evaluation once per kernel: start, context, events,
     # load (the worker makes up to three: the candidate, the starting kernel, the best so far).
     began = time.perf_counter()
@@ -88,27 +63,22 @@ def empty_kernel_handover(rounds: int, handover: str) -> dict[str, list[float]]:
         library, cp=cp, stream=stream, who="the empty kernel", handover=handover
     )
     start_ms = (time.perf_counter() - began) * 1000.0
-    kernels: dict[str, Any] = {"in-process": Kernel(str(library)), "process": isolated}
-    # As the worker times them: the isolated kernel behind the gate, the in-process one without.
-    gates = {"in-process": None, "process": StreamGate(cp, stream)}
-    medians: dict[str, list[float]] = {name: [] for name in kernels}
-    medians["host start (ms)"] = [start_ms]
-    timing = Timing()
-    with stream:
-        for r in range(rounds):
-            order = ["in-process", "process"] if r % 2 == 0 else ["process", "in-process"]
-            for name in order:
-                launch = kernels[name].bind_tensors([tensor], [], [], stream.ptr)
-
-                def call(_i: int, launch: Any = launch) -> None:
-                    if launch() != 0:
-                        raise RuntimeError("the empty kernel failed to launch")
-
-                stats = time_calls(cp, stream, call, 1, timing, gate=gates[name])
-                medians[name].append(stats.median_ms * 1000.0)  # microseconds
-    kernels["process"].forget_all()
-    kernels["process"].close()
-    return medians
+    try:
+        cost = time_empty_kernel(
+            cp,
+            stream,
+            {"in-process": Kernel(str(library)), "isolated": isolated},
+            timing=Timing(),
+            rounds=rounds,
+        )
+    finally:
+        isolated.forget_all()
+        isolated.close()
+    return {
+        "in-process": cost.in_process_us,
+        "process": cost.isolated_us,
+        "host start (ms)": [start_ms],
+    }
 
 
 def bench_shapes(task: Task, count: int) -> Path:

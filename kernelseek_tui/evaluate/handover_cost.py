@@ -26,14 +26,20 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kernelseek_tui.evaluate.timing import TimingStats
+from kernelseek_tui.evaluate.buffers import allocate
+from kernelseek_tui.evaluate.gate import StreamGate
+from kernelseek_tui.evaluate.sandbox_host import SandboxError
+from kernelseek_tui.evaluate.timing import TimingStats, time_calls
+from kernelseek_tui.task import TensorSpec, Timing
 
 # In-process and isolated, each this many times, alternating (A B B A ...).
 ROUNDS = 4
+# Short runs: the empty call is a few microseconds; a few hundred samples a run.
+EMPTY_TIMING = Timing(warmup_ms=2.0, rep_ms=10.0, min_reps=50, max_reps=300)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,33 @@ def measure_handover(time_us: Callable[[str], float], rounds: int = ROUNDS) -> H
         for way in order:
             medians[way].append(time_us(way))
     return HandoverCost(medians["in-process"], medians["isolated"])
+
+
+def time_empty_kernel(
+    cp: Any,
+    stream: Any,
+    kernels: Mapping[str, Any],
+    timing: Timing = EMPTY_TIMING,
+    rounds: int = ROUNDS,
+) -> HandoverCost:
+    """The judge's empty kernel, ``kernels["in-process"]`` loaded in this process and
+    ``kernels["isolated"]`` in a process of its own, timed by the flushed method in turn
+    (``measure_handover``), the isolated one behind a gate as the kernels are timed."""
+    gates = {"in-process": None, "isolated": StreamGate(cp, stream)}
+    spec = TensorSpec(name="x", dtype="float32", shape=("1",), role="output")
+    tensor = allocate(cp, spec, (1,), shared=True)
+
+    def time_us(way: str) -> float:
+        launch = kernels[way].bind_tensors([tensor], [], [], stream.ptr)
+
+        def call(_set: int) -> None:
+            if launch() != 0:
+                raise SandboxError("the judge's empty kernel failed to launch", "error")
+
+        return time_calls(cp, stream, call, 1, timing, gate=gates[way]).median_ms * 1000.0
+
+    with stream:
+        return measure_handover(time_us, rounds)
 
 
 def net_of_handover(stats: TimingStats, cost: HandoverCost | None) -> TimingStats:

@@ -43,7 +43,7 @@ from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
 from kernelseek_tui.evaluate.gate import StreamGate
-from kernelseek_tui.evaluate.handover_cost import HandoverCost, measure_handover, net_of_handover
+from kernelseek_tui.evaluate.handover_cost import HandoverCost, net_of_handover, time_empty_kernel
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
@@ -329,28 +329,9 @@ class Evaluation:
             handover=self.request.get("handover") or "events",
         )
         try:
-            kernels: dict[str, Kernel | SandboxedKernel] = {
-                "in-process": Kernel(str(library)),
-                "isolated": isolated,
-            }
-            gates = {"in-process": None, "isolated": StreamGate(cp, stream)}
-            spec = TensorSpec(name="x", dtype="float32", shape=("1",), role="output")
-            tensor = allocate(cp, spec, (1,), shared=True)
-            # Short runs: the empty call is a few microseconds; a few hundred samples a run.
-            timing = Timing(warmup_ms=2.0, rep_ms=10.0, min_reps=50, max_reps=300)
-
-            def time_us(way: str) -> float:
-                launch = kernels[way].bind_tensors([tensor], [], [], stream.ptr)
-
-                def call(_set: int) -> None:
-                    if launch() != 0:
-                        raise FatalError("the judge's empty kernel failed to launch", "error")
-
-                # As the kernels are timed: the isolated one behind the gate.
-                return time_calls(cp, stream, call, 1, timing, gate=gates[way]).median_ms * 1000.0
-
-            with stream:
-                return measure_handover(time_us)
+            return time_empty_kernel(
+                cp, stream, {"in-process": Kernel(str(library)), "isolated": isolated}
+            )
         finally:
             isolated.forget_all()
             isolated.close()
