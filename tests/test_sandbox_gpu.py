@@ -206,18 +206,26 @@ EARLY_DONE_PATCHES = (
 )
 
 
-def early_done_host(tmp_path: Path) -> Path:
+def patched_host(
+    tmp_path: Path, name: str, patches: tuple[tuple[str, str], ...], suffix: str = ".cpp"
+) -> Path:
+    """The kernels' host built with each (old, new) of ``patches`` applied once; ``suffix``
+    ".cu" where a patch adds a kernel."""
     from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE
 
     text = HOST_SOURCE.read_text()
-    for old, new in EARLY_DONE_PATCHES:
+    for old, new in patches:
         assert text.count(old) == 1, f"the host's source changed; patch no longer applies: {old}"
         text = text.replace(old, new)
-    source = tmp_path / "early_done_host.cpp"
+    source = tmp_path / f"{name}{suffix}"
     source.write_text(text)
-    host = tmp_path / "early_done_host"
+    host = tmp_path / name
     subprocess.run(["nvcc", "-O2", "-o", str(host), str(source), "-ldl"], check=True)
     return host
+
+
+def early_done_host(tmp_path: Path) -> Path:
+    return patched_host(tmp_path, "early_done_host", EARLY_DONE_PATCHES)
 
 
 @pytest.mark.parametrize("kernel", ["starting", "sm90"])
@@ -311,18 +319,9 @@ HEATER_PATCHES = (
 
 
 def heater_host(tmp_path: Path, candidate_library: Path) -> Path:
-    from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE
-
-    text = HOST_SOURCE.read_text()
-    for old, new in HEATER_PATCHES:
-        assert text.count(old) == 1, f"the host's source changed; patch no longer applies: {old}"
-        text = text.replace(old, new)
-    text = text.replace("CANDIDATE_LIBRARY", f'"{candidate_library}"')
-    source = tmp_path / "heater_host.cu"  # .cu: it holds a kernel
-    source.write_text(text)
-    host = tmp_path / "heater_host"
-    subprocess.run(["nvcc", "-O2", "-o", str(host), str(source), "-ldl"], check=True)
-    return host
+    named = f'"{candidate_library}"'
+    patches = tuple((old, new.replace("CANDIDATE_LIBRARY", named)) for old, new in HEATER_PATCHES)
+    return patched_host(tmp_path, "heater_host", patches, suffix=".cu")  # it holds a kernel
 
 
 def test_a_candidate_heating_the_gpu_while_the_starting_kernel_is_timed_leaves_its_time_alone(
