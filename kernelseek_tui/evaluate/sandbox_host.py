@@ -292,7 +292,10 @@ class SandboxHost:
                 self._process.wait()
         for stream in (self._process.stdin, self._replies, self._faults):
             if stream is not None:
-                stream.close()
+                # Closing stdin flushes what a write to a dead host left in its buffer: the
+                # host is gone either way, and its death was reported where it was found.
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
         shutil.rmtree(self._workdir, ignore_errors=True)
 
     def _claim_death(self) -> bool:
