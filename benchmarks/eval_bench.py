@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import time
 from pathlib import Path
 
 from kernelseek_tui.evaluate.api import evaluate
 from kernelseek_tui.evaluate.build import build
+from kernelseek_tui.evaluate.gpu_sharing import gpu_line
 from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.task import load_task
 
@@ -84,11 +84,7 @@ def main() -> int:
     task = load_task(args.task)
     source = args.source or task.source
     args.out.mkdir(parents=True, exist_ok=True)
-    gpu = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    gpu = gpu_line()
     began = time.monotonic()
     warm = build(source.read_text(), rule=task.dependency_rule, extra_flags=task.nvcc_flags)
     print(
@@ -112,7 +108,7 @@ def main() -> int:
         )
         print(f"  where the time went: {timeline_line(result)}")
         if result.isolation != "in-process":
-            print(f"  hand-over taken out: {result.handover_us} us; MPS: {result.mps}")
+            print(f"  hand-over taken out (us): {result.handovers_us}; MPS: {result.mps}")
         print(f"  the scenarios by phase: {phase_line(result)}")
 
     if not args.skip_full:

@@ -38,13 +38,13 @@ import json
 import math
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.evaluate.build import build
+from kernelseek_tui.evaluate.gpu_sharing import gpu_line
 from kernelseek_tui.task import Task, load_task
 
 
@@ -383,11 +383,7 @@ def main() -> int:
         names += [f"{n}@{mode}" for n in entries for mode in JUDGE_METHODS]
     if args.in_turn:
         names += [f"{n}@turn" for n in entries]
-    gpu = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    gpu = gpu_line("name,driver_version,clocks.sm")
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M:%S')} on {gpu} ({platform.node()}); "
         f"torch {torch.__version__}; do_bench median, L2 flushed per call, "

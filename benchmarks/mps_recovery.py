@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 
 from kernelseek_tui.evaluate.api import evaluate
+from kernelseek_tui.evaluate.gpu_sharing import gpu_line
 from kernelseek_tui.evaluate.private_mps import PrivateMps
 from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
 from kernelseek_tui.task import load_task
@@ -41,12 +41,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ[HANDOVER_VARIABLE] = "counters"
-    gpu = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
+    gpu = gpu_line()
     print(f"machine: {gpu}; {platform.node()}")
     task = load_task(TASK_DIR)
 

@@ -31,14 +31,14 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.evaluate.api import evaluate
-from kernelseek_tui.evaluate.private_mps import mps_for_isolation
+from kernelseek_tui.evaluate.gpu_sharing import gpu_line
+from kernelseek_tui.evaluate.private_mps import join_for_isolation
 from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE, HANDOVERS
 from kernelseek_tui.task import Task, Timing, load_task
 
@@ -112,16 +112,9 @@ def main() -> int:
     # The first part times a kernel's process from this one: both become clients of the MPS
     # server the judge would use (its own, unless CUDA_MPS_PIPE_DIRECTORY names one), before
     # CUDA starts here; the evaluations of the second part then find it named.
-    mps = mps_for_isolation(os.environ.get("CUDA_VISIBLE_DEVICES"))
-    client = mps.client_environment(dict(os.environ))
-    os.environ.clear()
-    os.environ.update(client)
+    mps = join_for_isolation()
     args.out.mkdir(parents=True, exist_ok=True)
-    gpu = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    gpu = gpu_line()
     print(f"machine: {gpu}; {platform.node()}; hand-over: {args.handover}; MPS: {mps.said}")
 
     medians = empty_kernel_handover(args.rounds, args.handover)

@@ -394,7 +394,7 @@ print(seal.line({"type": "done"}), flush=True)
     # out: its cached times are its own; the kernels' host and the judge's empty kernel (the
     # hand-over's measure) are built before the worker starts.
     key = default.split("|")[1]
-    assert isolated == "process|" + key + "-process-counters-no-mps-net|built+probe"
+    assert isolated == "process|" + key + "-process-counters-no-mps-net-own|built+probe"
     assert "GPU shared through: none (KERNELSEEK_MPS=off)" in format_summary(judged)
     with pytest.raises(KernelseekError, match="isolation must be one of"):
         api.evaluate(task, source, sets=["quick"], isolation="container")

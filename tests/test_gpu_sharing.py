@@ -16,6 +16,7 @@ from kernelseek_tui.evaluate.gpu_sharing import (
     GpuProcess,
     check_sharing,
     descendants,
+    gpu_line,
     nvml_uuid,
     others_on,
 )
@@ -31,6 +32,15 @@ def stand_in_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listing: str) 
     smi.write_text(f"#!/bin/sh\ncat <<'LIST'\n{listing}\nLIST\n")
     smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_benchmarks_gpu_line_is_what_nvidia_smi_says_or_empty_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stand_in_smi(tmp_path, monkeypatch, "NVIDIA H100 80GB HBM3, 580.159.04")
+    assert gpu_line() == "NVIDIA H100 80GB HBM3, 580.159.04"
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert gpu_line() == ""
 
 
 def test_the_uuid_of_cuda_is_written_as_nvidia_smi_writes_it() -> None:

@@ -209,6 +209,27 @@ def test_a_fault_found_later_is_reported_by_the_watcher(
         rig.host.close()
 
 
+def test_a_host_found_dead_by_a_write_closes_without_raising(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # The command written after the host died stays in the pipe's buffer; closing flushes it
+    # again. Seen on an H100 (2026-12-06): illegal_address.cu's evaluation ended "error"
+    # with a BrokenPipeError instead of "fail" with the fault, when the host died first.
+    seen = threading.Event()
+    rig = Rig(
+        fake_host,
+        short_dir,
+        candidate(tmp_path, "ks_fake_fault(); return 0;"),
+        on_death=lambda _reason: seen.set(),
+    )
+    rig.bind([], [])
+    assert rig.host.ask("call", 0, 0) == "0"
+    assert seen.wait(5), "the watcher never reported the fault"
+    with pytest.raises(SandboxDied, match="faulted"):
+        rig.host.ask("sync")
+    rig.host.close()
+
+
 @pytest.mark.parametrize(
     ("stream", "named"),
     [("(void *)0x1", "the legacy default stream"), ("(void *)0x2", "the per-thread stream")],
@@ -444,3 +465,48 @@ def test_the_real_host_is_built_once_and_names_a_missing_gpu(
             host.ask("device", 0)
     finally:
         host.close()
+
+
+def test_the_probe_runs_until_the_kernel_replaces_it_and_nothing_replaces_the_kernel(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # The judge measures the hand-over of the very process a kernel will be timed in, with its
+    # own empty kernel loaded there first (evaluate/handover_cost.py).
+    probe = candidate(tmp_path, "return 5;", name="probe")
+    kernel = candidate(tmp_path, "return 9;", name="kernel")
+    host = SandboxHost(fake_host, extra_environment={"KS_FAKE_LOG": str(short_dir / "log")})
+    try:
+        host.ask("device", 0)
+        host.ask("slot", 0, handle("go0"), handle("done0"))
+        host.ask("probe", probe)
+        buffer = shared_buffer(short_dir, "probe.bin", 1)
+        host.ask("buffer", 0, handle(str(buffer)))
+        host.ask(bind_command(0, [(0, GUARD)], [], []))
+        assert host.ask("call", 0, 0) == "5"
+        with pytest.raises(SandboxError, match="buffers are still mapped"):
+            host.ask("load", kernel)
+        host.ask("forget", 0)
+        with pytest.raises(SandboxError, match="binding 0 does not exist"):
+            host.ask("call", 0, 0)  # the probe's binding went with its buffer
+        host.ask("load", kernel)
+        host.ask("buffer", 1, handle(str(buffer)))
+        host.ask(bind_command(1, [(1, GUARD)], [], []))
+        assert host.ask("call", 1, 0) == "9"
+        with pytest.raises(SandboxError, match="loaded already"):
+            host.ask("load", probe)
+        with pytest.raises(SandboxError, match="loaded already"):
+            host.ask("probe", probe)
+    finally:
+        host.close()
+
+
+def test_the_gpu_tests_patched_hosts_still_apply_to_the_host_source() -> None:
+    # Those hosts are built on the GPU box only: a change to the host that breaks a patch
+    # should fail here, in CI, not in the next GPU session.
+    from test_sandbox_gpu import EARLY_DONE_PATCHES, HEATER_PATCHES
+
+    from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE
+
+    text = HOST_SOURCE.read_text()
+    for old, _new in (*EARLY_DONE_PATCHES, *HEATER_PATCHES):
+        assert text.count(old) == 1, old

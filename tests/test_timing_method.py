@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kernelseek_tui.evaluate import timing as timing_module
-from kernelseek_tui.evaluate.timing import TimingStats, time_calls
+from kernelseek_tui.evaluate.timing import TimingStats, time_calls, time_interleaved
 from kernelseek_tui.task import Timing
 
 
@@ -465,3 +465,27 @@ def test_a_reported_wait_never_makes_a_tail_longer_than_the_round_trip() -> None
     gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
     stats = time_calls(gpu.cp, gpu.stream, gpu.call, 1, timing, settle=lambda: 50.0)
     assert stats.max_tail_ms is not None and stats.max_tail_ms < 1.0
+
+
+def test_with_a_gate_each_callable_is_first_called_once_ungated_and_waited_for() -> None:
+    # A kernel's process may load its module at the first launch and wait for its stream, which
+    # behind a gate waits for the judge's: a first call behind a gate stalled until the gate let
+    # go by itself (5 s a time on an H100, 2026-12-06).
+    gpu = FakeGpu(kernel_ms=0.05, flush_ms=0.01)
+    gpu.stream = SimpleNamespace(ptr=7, synchronize=lambda: gpu.log.append("sync"))
+
+    def other(index: int) -> None:
+        gpu.now += gpu.kernel_ms
+        gpu.log.append(f"other {index}")
+
+    timing = Timing(method="flushed", warmup_ms=1, rep_ms=2, max_reps=20)
+    time_calls(gpu.cp, gpu.stream, gpu.call, 2, timing, gate=LoggingGate(gpu))
+    assert gpu.log[:2] == ["call 0", "sync"]
+    assert gpu.log.index("gate") > 1
+    gpu.log.clear()
+    time_interleaved(gpu.cp, gpu.stream, [gpu.call, other], 2, timing, gate=LoggingGate(gpu))
+    assert gpu.log[:3] == ["call 0", "other 0", "sync"]
+    # Without a gate nothing is called before the plan's own flushed samples.
+    gpu.log.clear()
+    time_calls(gpu.cp, gpu.stream, gpu.call, 2, timing)
+    assert gpu.log[0] == "flush"

@@ -117,10 +117,11 @@ def format_summary(result: EvalResult) -> str:
         lines.append(
             f"isolation: {result.isolation} (each kernel judged in a process of its own{handed})"
         )
-        if result.handover_us is not None:
+        if result.handovers_us:
+            each = ", ".join(f"{who} {us:.1f} us" for who, us in result.handovers_us.items())
             lines.append(
-                f"hand-over: {result.handover_us:.1f} us a call, measured with the judge's empty "
-                "kernel and taken out of every isolated figure"
+                f"hand-over a call: {each}; measured with the judge's empty kernel in each "
+                "kernel's own process and taken out of that kernel's figures"
             )
         if result.mps:
             lines.append(f"GPU shared through: {result.mps}")

@@ -37,6 +37,21 @@ class GpuProcess:
         return f"pid {self.pid} ({self.name}{memory})"
 
 
+def gpu_line(fields: str = "name,driver_version") -> str:
+    """``nvidia-smi``'s CSV line of ``fields`` for the visible GPUs, for a benchmark's header
+    ("" where nvidia-smi is missing or fails): the machine a figure was measured on."""
+    try:
+        answer = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return ""
+    return answer.stdout.strip()
+
+
 def nvml_uuid(device_uuid: str | None) -> str | None:
     """The device's UUID as nvidia-smi writes it (GPU-8-4-4-4-12), from the worker's report
     (the 16 bytes CUDA gives, in hex); None when it is not in that form."""

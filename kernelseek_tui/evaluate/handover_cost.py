@@ -1,5 +1,5 @@
-"""What handing a call to a kernel's own process adds to its timed figure, measured where no
-candidate has run, and taken out of every isolated figure.
+"""What handing a call to a kernel's own process adds to its timed figure, measured in that
+process before its kernel is loaded, and taken out of that kernel's figures.
 
 Why: with every kernel in a process of its own (evaluate/sandboxed_kernel.py), each timed call
 carries the hand-over between the judge's stream and the kernel's (GO there, DONE back): 5.6 us
@@ -8,18 +8,26 @@ benchmarks/sandbox_handover.py). Left in, it reads the candidate up to 5% slow o
 shortest bench calls (d64 at 512 tokens, 0.19 ms), while the peers, timed in the worker, carry
 none: the "x FA3" would then be the method's, not the kernel's.
 
-What: before any candidate is loaded, the worker times the judge's own empty kernel
-(evaluate/empty_kernel.cu) by the flushed method twice over, loaded in the worker and in a
-process of its own behind the gate, in alternating order (A B B A); the hand-over is the
-difference of the medians. Every isolated sample of the flushed method is then reported less
-that much, never below the empty kernel's own in-process time (no call can take less by this
-method). The hand-over is the least a call pays: measured on real calls it was as large or
-larger (docs/BENCHMARKS.md), so the net figure can still read a kernel slightly slow, never
-fast.
+What: in each kernel's own process, before its kernel is loaded there, the worker times the
+judge's own empty kernel (evaluate/empty_kernel.cu) by the flushed method, loaded in the worker
+and loaded in that process behind the gate (the host's ``probe``), in alternating order (A B B
+A); that process's hand-over is the difference of the medians. Per process, because it is not
+one constant: on an H100 (2026-12-06, benchmarks/handover_spread.py) it was 5.4-6.9 us in
+some processes and 11-15 us in others (more often in those started after other kernels'
+processes), and one figure for all read sm90.cu up to 7.5% fast on the shortest shapes.
+Every isolated sample of that kernel's, by the flushed method, is then reported less that
+much, never below the empty kernel's own in-process time (no call can take less by this
+method). A call of 100 us on the GPU paid what the empty one paid within 1 us on two machines
+and about 3 us more on a third (benchmarks/handover_spread.py): the empty kernel's figure can
+leave part of a real call's hand-over in, which reads the kernel slow, never fast.
 
-Why a candidate cannot move it: it is measured before the candidate's library exists in any
-process, in a process the candidate never enters, and subtracting more than the true hand-over
-would need the empty kernel's isolated calls slowed, which only another GPU user could do.
+Why a candidate cannot move it: it is measured before the candidate's library exists in its
+process (the candidate's own is measured before it is loaded, the others' in processes the
+candidate never enters), and subtracting more than the true hand-over would need the empty
+kernel's isolated calls slowed, which only another GPU user could do. Every other kernel's
+process is stopped (SIGSTOP) while one is measured, as while the starting kernel is timed: the
+candidate's, loaded by the time the starting kernel's process is measured, can put nothing on
+the GPU then.
 """
 
 from __future__ import annotations
@@ -36,10 +44,12 @@ from kernelseek_tui.evaluate.sandbox_host import SandboxError
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls
 from kernelseek_tui.task import TensorSpec, Timing
 
-# In-process and isolated, each this many times, alternating (A B B A ...).
-ROUNDS = 4
-# Short runs: the empty call is a few microseconds; a few hundred samples a run.
-EMPTY_TIMING = Timing(warmup_ms=2.0, rep_ms=10.0, min_reps=50, max_reps=300)
+# In-process and isolated, each this many times, alternating (A B B A). Measured once per kernel
+# of an evaluation, so it must be short: on an H100 a process's medians stayed within 1 us of
+# each other, round after round (benchmarks/handover_spread.py).
+ROUNDS = 2
+# Short runs: the empty call is a few microseconds; a few dozen samples a run.
+EMPTY_TIMING = Timing(warmup_ms=1.0, rep_ms=5.0, min_reps=30, max_reps=60)
 
 
 @dataclass(frozen=True, slots=True)

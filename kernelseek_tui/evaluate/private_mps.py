@@ -283,6 +283,17 @@ def mps_for_isolation(visible_devices: str | None, control: str = CONTROL) -> Mp
     return MpsChoice("a private MPS server started by the judge", environment, server)
 
 
+def join_for_isolation() -> MpsChoice:
+    """Make this process a client of the MPS server the judge's isolation would use (as
+    ``mps_for_isolation`` picks it), before CUDA starts here: for a benchmark that times
+    kernels' processes from its own, as the worker does."""
+    mps = mps_for_isolation(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    client = mps.client_environment(dict(os.environ))
+    os.environ.clear()
+    os.environ.update(client)
+    return mps
+
+
 @atexit.register
 def _stop_servers() -> None:
     with _SERVERS_LOCK:

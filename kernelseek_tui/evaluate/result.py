@@ -110,10 +110,14 @@ class EvalResult:
     # With isolation "process", how each call was handed to a kernel's process: "events" or
     # "counters" (evaluate/stream_counters.py); None in-process.
     handover: str | None = None
-    # With isolation "process" and the flushed method, what the hand-over added to each call,
-    # in microseconds, measured with the judge's empty kernel before any candidate was loaded;
-    # every isolated figure (ms, TFLOP/s, speedups) is net of it (evaluate/handover_cost.py).
+    # With isolation "process" and the flushed method, what the hand-over added to each of the
+    # candidate's calls, in microseconds, measured with the judge's empty kernel in the
+    # candidate's process before the candidate was loaded there; its figures (ms, TFLOP/s,
+    # speedups) are net of it (evaluate/handover_cost.py). ``handovers_us``: the same for every
+    # kernel of the evaluation ("the candidate", "the starting kernel", "the best kernel"),
+    # each measured in its own process and taken out of its own figures.
     handover_us: float | None = None
+    handovers_us: dict[str, float] = field(default_factory=dict)
     # With isolation "process", the MPS server the processes shared the GPU through (or none,
     # and what that costs), and whether it was restarted after this evaluation.
     mps: str | None = None

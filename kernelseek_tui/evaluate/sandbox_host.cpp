@@ -16,6 +16,10 @@
 //                                         with a UUID, refuse a device that is not that one
 //                                         (the judge's ordinals and ours could differ)
 //   slot <k> <go-hex> <done-hex>          open the k-th pair of interprocess events
+//   probe <path>                          dlopen the judge's empty kernel, called until
+//                                         load: the judge measures this very process's
+//                                         hand-over before its kernel is in it
+//                                         (evaluate/handover_cost.py)
 //   load <path>                           dlopen the kernel's library (the rest of the line;
 //                                         after the above, so a host can be started and made
 //                                         ready before its kernel is known); once per host
@@ -194,17 +198,28 @@ std::string command_slot(const std::vector<std::string> &w) {
     return "ok";
 }
 
-std::string command_load(const char *line) {
-    if (g_launch != nullptr) return "error a kernel is loaded already";
-    const char *path = line + strlen("load");
+// True while the kernel loaded is the judge's probe, which one load may replace.
+bool g_probing = false;
+
+// "load <path>" or "probe <path>": the library named by the rest of the line, its ks_launch
+// called from then on. A kernel loaded for good is never replaced.
+std::string command_load(const char *line, const char *command) {
+    if (g_launch != nullptr && !g_probing) return "error a kernel is loaded already";
+    bool probe = strcmp(command, "probe") == 0;
+    if (probe && g_launch != nullptr) return "error the probe comes before the kernel";
+    // The kernel sees none of the probe's buffers (nor bindings, which go with them).
+    if (g_probing && !g_buffers.empty()) return "error the probe's buffers are still mapped";
+    const char *path = line + strlen(command);
     while (*path == ' ') ++path;
     std::string library_path(path);
     if (!library_path.empty() && library_path.back() == '\n') library_path.pop_back();
-    if (library_path.empty()) return "error usage: load <path>";
+    if (library_path.empty()) return std::string("error usage: ") + command + " <path>";
     void *library = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) return std::string("error dlopen: ") + dlerror();
-    g_launch = reinterpret_cast<LaunchFn>(dlsym(library, "ks_launch"));
-    if (g_launch == nullptr) return "error the library does not export ks_launch";
+    LaunchFn launch = reinterpret_cast<LaunchFn>(dlsym(library, "ks_launch"));
+    if (launch == nullptr) return "error the library does not export ks_launch";
+    g_launch = launch;
+    g_probing = probe;
     return "ok";
 }
 
@@ -413,8 +428,8 @@ int main(int argc, char **argv) {
             answer = "error the device is not set (device <ordinal> first)";
         } else if (name == "slot") {
             answer = command_slot(w);
-        } else if (name == "load") {
-            answer = command_load(line);
+        } else if (name == "load" || name == "probe") {
+            answer = command_load(line, name.c_str());
         } else if (name == "buffer") {
             answer = command_buffer(w);
         } else if (name == "forget") {

@@ -94,6 +94,11 @@ class SandboxedKernel:
         self._shared: dict[int, tuple[int, Any]] = {}
         self._next_buffer = 0
 
+    @property
+    def pid(self) -> int:
+        """The kernel's process."""
+        return self._host.pid
+
     def load(
         self,
         library: str | Path,
@@ -106,6 +111,12 @@ class SandboxedKernel:
         self.who = who
         self._host.assign(who=who, kind=kind, on_death=on_death)
         self._host.ask("load", Path(library).resolve())
+
+    def probe(self, library: str | Path) -> None:
+        """Before ``load``: the judge's empty kernel, called in this process until ``load``
+        replaces it, so the hand-over is measured in the very process the kernel will be timed
+        in (evaluate/handover_cost.py). Its buffers must be forgotten before ``load``."""
+        self._host.ask("probe", Path(library).resolve())
 
     def _set_up(self, cp: Any, counters: StreamCounters | None) -> None:
         # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER

@@ -243,17 +243,30 @@ class Evaluation:
         self.sandboxes: list[SandboxedKernel] = []
         self._hosts_ahead = standby.hosts
         standby.hosts = []
-        # What the hand-over adds to an isolated call, measured before any candidate is
-        # loaded anywhere and taken out of every isolated figure (evaluate/handover_cost.py).
-        self.handover_cost: HandoverCost | None = None
+        # What the hand-over adds to each isolated kernel's calls, measured in its own process
+        # with the judge's empty kernel before its kernel is loaded there, and taken out of its
+        # figures (evaluate/handover_cost.py). By the kernel object's id.
+        self.handover_costs: dict[int, HandoverCost] = {}
         probe = request.get("handover_probe")
         timed = any(scenario.get("timed") for scenario in request["scenarios"])
-        if self.isolated and probe and timed and self.task.timing.method == "flushed":
-            self.handover_cost = self._measure_handover(Path(probe))
-            emit(self.handover_cost.message())
+        self.handover_probe = (
+            Path(probe)
+            if self.isolated and probe and timed and self.task.timing.method == "flushed"
+            else None
+        )
+        self.baseline_cache = (
+            BaselineCache(Path(request["baseline_cache"]), request["baseline_key"], self.device)
+            if request.get("baseline_cache")
+            else None
+        )
         self.candidate = self._load(request["candidate"], "the candidate", "fail")
         self.baseline = (
-            self._load(request["baseline"], "the starting kernel", "error")
+            self._load(
+                request["baseline"],
+                "the starting kernel",
+                "error",
+                timed=self._baseline_will_be_timed(request),
+            )
             if request.get("baseline")
             else None
         )
@@ -267,17 +280,28 @@ class Evaluation:
         # A kernel in another process is a pipe round trip away: each sample's start event
         # waits behind a gate until the sample is enqueued (evaluate/gate.py).
         self.gate = StreamGate(cp, self.stream) if self.isolated else None
-        self.baseline_cache = (
-            BaselineCache(Path(request["baseline_cache"]), request["baseline_key"], self.device)
-            if request.get("baseline_cache")
-            else None
-        )
         peers = tuple(request.get("peers", ())) if request.get("compare", True) else ()
         self.peers = standby.peers_for(self.task, peers) or PeerRunner(
             self.task.comparator_module, peers, self.stream.ptr
         )
 
-    def _load(self, library: str, who: str, kind: str) -> Kernel | SandboxedKernel:
+    def _baseline_will_be_timed(self, request: dict[str, Any]) -> bool:
+        """Whether some timed scenario has no cached time of the starting kernel (only then is
+        its hand-over measured: a measure is dozens of timed runs' worth of calls)."""
+        if request.get("baseline_is_candidate"):
+            return False
+        cache = self.baseline_cache
+        return any(
+            scenario.get("timed")
+            and (cache is None or cache.get(scenario["name"], scenario["fields"]) is None)
+            for scenario in request["scenarios"]
+        )
+
+    def _load(
+        self, library: str, who: str, kind: str, *, timed: bool = True
+    ) -> Kernel | SandboxedKernel:
+        """``timed``: whether the kernel's calls will be timed (its hand-over is then measured,
+        where the request asks for it)."""
         if not self.isolated:
             return Kernel(library)
 
@@ -298,43 +322,38 @@ class Evaluation:
         if ready:
             kernel = ready[0]
             self._hosts_ahead.remove(kernel)
-            self.sandboxes.append(kernel)  # closed with the others, whatever load says
-            kernel.load(library, who=who, kind=kind, on_death=died)
-            return kernel
-        kernel = SandboxedKernel(
-            library,
-            cp=self.cp,
-            stream=self.stream,
-            who=who,
-            kind=kind,
-            on_death=died,
-            executable=executable,
-            handover=handover,
-        )
-        self.sandboxes.append(kernel)
+        else:
+            kernel = SandboxedKernel(
+                None,
+                cp=self.cp,
+                stream=self.stream,
+                who=who,
+                kind=kind,
+                executable=executable,
+                handover=handover,
+            )
+        self.sandboxes.append(kernel)  # closed with the others, whatever load says
+        if self.handover_probe is not None and timed:
+            cost = self._measure_handover(kernel, self.handover_probe)
+            self.handover_costs[id(kernel)] = cost
+            self.emit({**cost.message(), "who": who})
+        kernel.load(library, who=who, kind=kind, on_death=died)
         return kernel
 
-    def _measure_handover(self, library: Path) -> HandoverCost:
-        """The judge's empty kernel timed in-process and in a process of its own (one that
-        will hold no other kernel), in turn; that process is closed after."""
-        cp, stream = self.cp, self.stream
-        host = self.request.get("sandbox_host")
-        isolated = SandboxedKernel(
-            library,
-            cp=cp,
-            stream=stream,
-            who="the judge's empty kernel",
-            kind="error",
-            executable=Path(host) if host else None,
-            handover=self.request.get("handover") or "events",
-        )
+    def _measure_handover(self, kernel: SandboxedKernel, probe: Path) -> HandoverCost:
+        """The judge's empty kernel timed in-process and in ``kernel``'s process, in turn,
+        before that process holds its kernel: the hand-over of that very process (on an H100
+        it differed between processes of one evaluation, 6 against 14 us: docs/BENCHMARKS.md),
+        every other kernel's process stopped meanwhile. The probe's buffers are forgotten
+        after, as ``load`` demands."""
+        kernel.probe(probe)
         try:
-            return time_empty_kernel(
-                cp, stream, {"in-process": Kernel(str(library)), "isolated": isolated}
-            )
+            with self.others_stopped(kernel):
+                return time_empty_kernel(
+                    self.cp, self.stream, {"in-process": Kernel(str(probe)), "isolated": kernel}
+                )
         finally:
-            isolated.forget_all()
-            isolated.close()
+            kernel.forget_all()
 
     @contextlib.contextmanager
     def others_stopped(self, timed: Kernel | SandboxedKernel | None = None) -> Iterator[None]:
@@ -353,10 +372,10 @@ class Evaluation:
             for kernel in stopped:
                 kernel.thaw()
 
-    def net(self, stats: TimingStats) -> TimingStats:
-        """An isolated kernel's flushed ``stats`` less the measured hand-over (the same
-        ``stats`` in-process)."""
-        return net_of_handover(stats, self.handover_cost)
+    def net(self, stats: TimingStats, kernel: Kernel | SandboxedKernel | None) -> TimingStats:
+        """``kernel``'s flushed ``stats`` less the hand-over measured in its process (the same
+        ``stats`` in-process, or where none was measured)."""
+        return net_of_handover(stats, self.handover_costs.get(id(kernel)))
 
     def allocate(self, spec: TensorSpec, shape: tuple[int, ...]) -> GuardedTensor:
         """A tensor for the kernels: in an allocation of its own when they run elsewhere."""
@@ -533,9 +552,9 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
             )
             # The kernels' figures less the hand-over when they run in processes of their own
             # (before the ratios: both sides of one carry it); the peers run here, with none.
-            in_turn.stats[0] = stats = ev.net(in_turn.stats[0])
+            in_turn.stats[0] = stats = ev.net(in_turn.stats[0], ev.candidate)
             if paired is not None:
-                in_turn.stats[1] = ev.net(in_turn.stats[1])
+                in_turn.stats[1] = ev.net(in_turn.stats[1], ev.paired)
                 result.paired_ms = in_turn.stats[1].median_ms
                 result.paired_ratios = in_turn.ratios(1, 0)
             for k, peer in enumerate(peer_calls):
@@ -552,7 +571,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
                 settle=ev.settle,
                 gate=ev.gate,
             )
-            stats = ev.net(stats)
+            stats = ev.net(stats, ev.candidate)
     except LaunchFailed:
         result.passed = False
         result.reasons.append("ks_launch returned nonzero while being timed")
@@ -1042,7 +1061,7 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
             )
     except LaunchFailed:
         return None
-    stats = ev.net(stats)
+    stats = ev.net(stats, ev.baseline)
     ev.sync("the starting kernel")
     if ev.baseline_cache is not None:
         ev.baseline_cache.put(scenario["name"], scenario["fields"], stats.median_ms)
