@@ -345,7 +345,7 @@ def test_a_frozen_process_is_settled_then_stopped_and_asked_nothing_until_thawed
         out = cupy.tensor(short_dir / "out", base=1 << 20)
         call = sandboxed.bind_tensors([out], [3], [0.5], cupy.stream.ptr)
         assert call() == 0
-        pid = sandboxed._host.pid
+        pid = sandboxed.pid
         settled_while: list[str] = []
         settle = sandboxed.settle
 
