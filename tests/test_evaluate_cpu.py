@@ -383,17 +383,20 @@ print(seal.line({"type": "done"}), flush=True)
     monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("CUDA_MPS_PIPE_DIRECTORY", raising=False)
     monkeypatch.setenv("KERNELSEEK_MPS", "off")
-    default = api.evaluate(task, source, sets=["quick"]).device["name"]
-    judged = api.evaluate(task, source, sets=["quick"], isolation="process")
+    # A task that names no isolation judges its kernels in processes of their own.
+    assert task.isolation == "process"
+    judged = api.evaluate(task, source, sets=["quick"])
     isolated = judged.device["name"]
-    assert judged.isolation == "process"
+    in_process = api.evaluate(task, source, sets=["quick"], isolation="in-process")
+    assert judged.isolation == "process" and in_process.isolation == "in-process"
     assert "isolation: process" in format_summary(judged)
-    assert default.startswith("in-process|") and default.endswith("|none")
+    loaded_beside = in_process.device["name"]
+    assert loaded_beside.startswith("in-process|") and loaded_beside.endswith("|none")
     # A call timed across processes carries the hand-over (the counters by default, and here
     # with no MPS server, the contexts' switching too), which the worker measures and takes
     # out: its cached times are its own; the kernels' host and the judge's empty kernel (the
     # hand-over's measure) are built before the worker starts.
-    key = default.split("|")[1]
+    key = loaded_beside.split("|")[1]
     assert isolated == "process|" + key + "-process-counters-no-mps-net-own|built+probe"
     assert "GPU shared through: none (KERNELSEEK_MPS=off)" in format_summary(judged)
     with pytest.raises(KernelseekError, match="isolation must be one of"):

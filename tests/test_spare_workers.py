@@ -540,12 +540,12 @@ def test_a_worker_asked_for_another_isolation_than_its_tasks_readies_for_that_on
     from kernelseek_tui.evaluate.worker import _options
 
     task = load_task(TASK_DIR)
-    assert task.isolation == "in-process"
-    plain = api.worker_command(task, peers=True, isolation="in-process")
-    isolated = api.worker_command(task, peers=True, isolation="process")
+    assert task.isolation == "process"
+    plain = api.worker_command(task, peers=True, isolation="process")
+    loaded_beside = api.worker_command(task, peers=True, isolation="in-process")
     assert "--isolation" not in plain and api.worker_command(task, peers=True) == plain
-    assert isolated[isolated.index("--isolation") + 1] == "process"
-    keys = {SpareKey("0", str(task.dir), tuple(command)) for command in (plain, isolated)}
+    assert loaded_beside[loaded_beside.index("--isolation") + 1] == "in-process"
+    keys = {SpareKey("0", str(task.dir), tuple(command)) for command in (plain, loaded_beside)}
     assert len(keys) == 2
-    assert _options(isolated[isolated.index("--task-dir") :]).isolation == "process"
+    assert _options(loaded_beside[loaded_beside.index("--task-dir") :]).isolation == "in-process"
     assert _options(plain[plain.index("--task-dir") :]).isolation is None

@@ -114,10 +114,12 @@ def test_malformed_task_gives_one_clear_error(tmp_path: Path, edit: str, message
         load_task(_task_copy(tmp_path, edit))
 
 
-def test_a_task_may_run_its_kernels_in_processes_of_their_own(tmp_path: Path) -> None:
-    assert load_task(TASK_DIR).isolation == "in-process"
-    edit = 'eval_timeout_s = 900 => eval_timeout_s = 900\nisolation = "process"'
-    assert load_task(_task_copy(tmp_path, edit)).isolation == "process"
+def test_a_task_runs_its_kernels_in_processes_of_their_own_unless_it_says_otherwise(
+    tmp_path: Path,
+) -> None:
+    assert load_task(TASK_DIR).isolation == "process"
+    edit = 'eval_timeout_s = 900 => eval_timeout_s = 900\nisolation = "in-process"'
+    assert load_task(_task_copy(tmp_path, edit)).isolation == "in-process"
 
 
 def test_perturbed_inputs_are_named_inputs(tmp_path: Path) -> None:
