@@ -59,10 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--isolation",
         choices=["in-process", "process"],
-        help="where the kernels run while judged: loaded into the judge's worker, or each in a "
-        "process of its own that holds nothing of the judge's (default: the task's isolation; "
-        "'process' passed its GPU tests but adds a hand-over to every timed call and stays off "
-        "by default: docs/RELIABILITY.md)",
+        help="where the kernels run while judged: each in a process of its own that holds "
+        "nothing of the judge's, or loaded into the judge's worker (default: the task's "
+        "isolation, 'process' unless its task.toml says otherwise; docs/RELIABILITY.md)",
     )
     parser.add_argument("--timeout", type=float, metavar="S", help="overall time limit")
     parser.add_argument(
