@@ -90,10 +90,44 @@ def test_a_paired_gain_outside_its_spread_is_a_new_best(tmp_path: Path) -> None:
     assert all(p is not None and p.knobs == TOP for p in evaluator.paired[after:])
 
 
-def test_without_paired_timing_nothing_is_paired(tmp_path: Path) -> None:
+class SayingItPairs(PairedStandIn):
+    """The stand-in saying it pairs, as the task's judge (TaskEvaluator) does."""
+
+    pairs_with_best = True
+
+
+def test_by_default_a_session_pairs_where_its_evaluator_says_it_can(tmp_path: Path) -> None:
+    evaluator = SayingItPairs(top_spread=0.5)
+    engine = tune(make_task_repo(tmp_path / "user"), tmp_path / "traces", evaluator)
+    assert engine.config.paired_timing is None
+    at = evaluator.calls.index(TOP)
+    assert evaluator.paired[at] is not None and evaluator.paired[at].knobs == FIRST_BEST
+    by_speed = {c.speedup: c for c in engine.history.candidates()}
+    assert by_speed[1.6].new_best is False  # decided by the paired rule: inside its spread
+
+
+def test_a_session_told_not_to_pair_does_not_even_where_its_evaluator_can(tmp_path: Path) -> None:
+    evaluator = SayingItPairs(top_spread=0.5)
+    engine = tune(
+        make_task_repo(tmp_path / "user"), tmp_path / "traces", evaluator, paired_timing=False
+    )
+    assert evaluator.paired == [None] * len(evaluator.calls)
+    assert {c.speedup: c for c in engine.history.candidates()}[1.6].new_best is True
+
+
+def test_by_default_an_evaluator_that_does_not_say_it_pairs_is_not_paired(tmp_path: Path) -> None:
     _, evaluator, by_speed = run(tmp_path, top_spread=0.5)
     assert evaluator.paired == [None] * len(evaluator.calls)
     assert by_speed[1.6].new_best is True  # the unpaired rule, as before
+
+
+def test_the_task_judge_says_it_pairs() -> None:
+    from kernelseek_tui.session.evaluator import TaskEvaluator, pairs_with_best
+
+    assert pairs_with_best(TaskEvaluator, None) is True
+    assert pairs_with_best(TaskEvaluator, False) is False
+    assert pairs_with_best(object(), None) is False
+    assert pairs_with_best(object(), True) is True
 
 
 def _commit(seq: int, sha: str, new_best: bool, attached: bool = False) -> Event:

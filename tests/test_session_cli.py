@@ -155,7 +155,8 @@ def test_paired_timing_reaches_the_session_config() -> None:
     from kernelseek_tui.commands.run import _engine_options
 
     assert _engine_options({"paired_timing": True}) == {"paired_timing": True}
-    assert _engine_options({}) == {}
+    assert _engine_options({"paired_timing": False}) == {"paired_timing": False}
+    assert _engine_options({}) == {}  # the default: paired wherever the evaluator can
 
 
 def test_bisect_finds_the_first_candidate_below_a_threshold(

@@ -210,12 +210,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     judge.add_argument("--no-compare", action="store_true", default=None, help="skip the peers")
     judge.add_argument(
         "--paired-timing",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="time each objective evaluation sample by sample against the best so far and count "
-        "a new best only when that paired gain beats its spread, measured in the same run "
-        "(one evaluation at a time: not with --gpus; the judge's paired timing is GPU-tested, a "
-        "session using it has not yet run on a GPU: docs/RELIABILITY.md)",
+        "a new best only when that paired gain beats its spread (and 0.5%%), measured in the same "
+        "run (default: on wherever the task's judge evaluates one candidate at a time, so off "
+        "with --gpus or a stand-in --evaluator; --paired-timing insists and is refused there; "
+        "--no-paired-timing decides by each evaluation's own noise: docs/RELIABILITY.md)",
     )
     judge.add_argument(
         "--eval-timeout",
@@ -367,8 +368,9 @@ def _start(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         raise KernelseekError("the claude agent needs $ANTHROPIC_API_KEY (or use --agent tuner)")
     if args.evaluator is None:
         _require_evaluations(f"a {agent} session")
-    if settings.get("paired_timing"):
-        # Refused rather than ignored: either would end the session's pairing silently.
+    if settings.get("paired_timing") is True:
+        # Asked for by name: refused rather than ignored, which would end the pairing silently
+        # (left to its default, a session pairs only where it can).
         if settings.get("gpus") is not None:
             raise KernelseekError("--paired-timing times one evaluation at a time: drop --gpus")
         if args.evaluator is not None:
@@ -456,8 +458,8 @@ def _engine_options(settings: dict[str, Any]) -> dict[str, Any]:
         options["shell_timeout_s"] = float(settings["shell_timeout"])
     if settings.get("shell_output") is not None:
         options["shell_output_chars"] = int(settings["shell_output"])
-    if settings.get("paired_timing"):
-        options["paired_timing"] = True
+    if settings.get("paired_timing") is not None:
+        options["paired_timing"] = bool(settings["paired_timing"])
     return options
 
 

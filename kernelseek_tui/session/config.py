@@ -83,9 +83,11 @@ class SessionConfig:
     source: str | None = None
     # Who answers decision moments (session/questions_mode.py); "off" is the control arm.
     questions_mode: str = REPERTOIRE
-    # Time each evaluation interleaved with the session's best so far and decide a new best by
-    # the paired rule (evaluate/paired.py); off by default until it has run on a GPU.
-    paired_timing: bool = False
+    # Time each objective evaluation interleaved with the session's best so far and decide a
+    # new best by the paired rule (evaluate/paired.py). None, the default: wherever the session's
+    # evaluator can pair (the task's judge, ``pairs_with_best``) and evaluations run one at a
+    # time; True: always (refused where it cannot be kept); False: never.
+    paired_timing: bool | None = None
 
     def __post_init__(self) -> None:
         if self.gpus is not None:

@@ -30,8 +30,9 @@ class Evaluator(Protocol):
 
 class PairingEvaluator(Protocol):
     """An Evaluator that can also time ``pair_with`` interleaved with the candidate
-    (evaluate/paired.py). TaskEvaluator is one; the engine asks for it only in a session with
-    ``paired_timing`` on, so every other evaluator keeps the plain signature."""
+    (evaluate/paired.py). TaskEvaluator is one; the engine asks for it only where
+    ``pairs_with_best`` says the evaluator pairs, so every other evaluator keeps the plain
+    signature."""
 
     def __call__(
         self,
@@ -45,6 +46,9 @@ class PairingEvaluator(Protocol):
 
 class TaskEvaluator:
     """The real evaluator for one task (imports the evaluator only when first called)."""
+
+    # It takes ``pair_with`` (a PairingEvaluator): a session pairs with it by default.
+    pairs_with_best = True
 
     def __init__(
         self,
@@ -90,6 +94,15 @@ class TaskEvaluator:
 
 
 EvaluatorFactory = Callable[..., Evaluator]
+
+
+def pairs_with_best(evaluator: object, paired_timing: bool | None) -> bool:
+    """Whether a session's objective evaluations go to ``evaluator`` paired with the best so far:
+    as ``paired_timing`` says, or where it is None (the default), where the evaluator says it
+    pairs (``TaskEvaluator``; a stand-in that takes ``pair_with`` may say so too)."""
+    if paired_timing is not None:
+        return paired_timing
+    return getattr(evaluator, "pairs_with_best", False) is True
 
 
 def load_evaluator_factory(spec: str) -> EvaluatorFactory:

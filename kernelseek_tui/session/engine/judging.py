@@ -17,7 +17,7 @@ from kernelseek_tui.session.engine import evaluation
 from kernelseek_tui.session.engine.core import EngineCore
 from kernelseek_tui.session.engine.evaluation import Committed
 from kernelseek_tui.session.eval_files import save_result
-from kernelseek_tui.session.evaluator import PairingEvaluator, candidate_sha
+from kernelseek_tui.session.evaluator import PairingEvaluator, candidate_sha, pairs_with_best
 from kernelseek_tui.session.knobs import KNOBS_FILE, check_knobs, read_knobs, write_knobs
 from kernelseek_tui.session.state import better
 from kernelseek_tui.session.tools import ToolError, ToolOutcome
@@ -53,8 +53,8 @@ class JudgingMixin(EngineCore):
             if pair_with is None:
                 result = self.evaluator(request.source, request.sets, knobs=request.knobs or None)
             else:
-                # paired_timing is a promise that the session's evaluator pairs (TaskEvaluator
-                # does; a stand-in must take pair_with to be run with it).
+                # Paired only where the evaluator pairs (TaskEvaluator does) or paired_timing
+                # promised it does (a stand-in must then take pair_with).
                 pairing = cast(PairingEvaluator, self.evaluator)
                 result = pairing(
                     request.source, request.sets, knobs=request.knobs or None, pair_with=pair_with
@@ -67,13 +67,16 @@ class JudgingMixin(EngineCore):
         return self.record_evaluation(call, request, result, extra=extra)
 
     def paired_best(self) -> PairedKernel | None:
-        """With ``paired_timing`` on, the session's best so far (its last new best, never the
-        starting kernel) as files of its own under the session directory; None otherwise, or
-        where its commit cannot be read (the evaluation then goes unpaired)."""
+        """Where the session pairs (``pairs_with_best``: by default wherever its evaluator
+        can), the session's best so far (its last new best, never the starting kernel) as files
+        of its own under the session directory; None otherwise, or where its commit cannot be
+        read (the evaluation then goes unpaired)."""
         sha = self.state.best_commit
         # Not with GPU slots: their evaluations run side by side, the best may change under
         # one, and their evaluator (session/slots.py) does not pair.
-        if not self.config.paired_timing or sha is None or self.gpus:
+        if sha is None or self.gpus:
+            return None
+        if not pairs_with_best(self.evaluator, self.config.paired_timing):
             return None
         dest = self.paths.dir / "paired-best" / sha
         # A commit's files never change: exported once per best, not once per evaluation (and
