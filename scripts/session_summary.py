@@ -66,9 +66,16 @@ def print_trace(session_dir: Path) -> None:
         attrs = e.attrs_dict()
         for reason in attrs.get("reasons", [])[:3]:
             print(f"        {reason}")
-        peers = (attrs.get("summary") or {}).get("absent_peers") or {}
+        summary = attrs.get("summary") or {}
+        peers = summary.get("absent_peers") or {}
         if peers:
             print(f"        peers absent: {peers}")
+        # Timed beside the session's best so far (paired timing): that gain and its spread.
+        if summary.get("paired_speedup") is not None:
+            print(
+                f"        paired with the best so far: {summary['paired_speedup']:.4f}x, "
+                f"spread {summary.get('paired_spread')}; new best: {attrs.get('new_best')}"
+            )
     for e in events:
         if e.kind == "commit":
             print(f"  commit {e.git_sha[:10]} {e.text}")

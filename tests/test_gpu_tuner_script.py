@@ -20,7 +20,7 @@ STAND_IN = "tests.test_session_support:source_evaluator"
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
-def run_script(tmp_path: Path, set_name: str) -> dict:
+def run_script(tmp_path: Path, set_name: str, **settings: str) -> dict:
     out = tmp_path / set_name
     env = {
         **os.environ,
@@ -29,6 +29,7 @@ def run_script(tmp_path: Path, set_name: str) -> dict:
         "BUDGET": "2",
         "PY": sys.executable,
         "KS_RUN_ARGS": f"--source sm90.cu --evaluator {STAND_IN}",
+        **settings,
     }
     env.pop("ANTHROPIC_API_KEY", None)
     result = subprocess.run(
@@ -53,3 +54,16 @@ def test_the_task_objective_or_a_named_set(tmp_path: Path) -> None:
     assert quick["objective_sets"] == ["quick"]
     for meta in (whole, quick):
         assert meta["config"]["source"] == "sm90.cu" and meta["agent"] == "tuner"
+
+
+def test_the_tuner_can_start_from_other_knob_defaults(tmp_path: Path) -> None:
+    # The first point the tuner judges is the task's defaults: here the copied task.toml's,
+    # changed by DEFAULTS (the original task stays as it was).
+    original = (ROOT / "kernels/flash_fwd/task.toml").read_text()
+    run_script(tmp_path, "quick", DEFAULTS="SM90_PERSISTENT=0 SM90_PINGPONG=0")
+    summary = (tmp_path / "quick" / "summary.txt").read_text()
+    first = next(
+        line for line in summary.splitlines() if line.strip().startswith("[") and "->" in line
+    )
+    assert '"SM90_PERSISTENT": 0' in first and '"SM90_PINGPONG": 0' in first, first
+    assert (ROOT / "kernels/flash_fwd/task.toml").read_text() == original
