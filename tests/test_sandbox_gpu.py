@@ -364,3 +364,74 @@ def test_a_candidate_heating_the_gpu_while_the_starting_kernel_is_timed_leaves_i
     # starting kernel is timed; stopped meanwhile, the heater leaves its time as it was.
     assert heated.verdict == "pass", heated.reasons
     assert starting[0] and starting[1] and starting[1] < 1.1 * starting[0], starting
+
+
+# A kernel's process that writes DONE while its call is still running, as a candidate's kernel
+# writing the counter itself, or code that patched its process, could: a second stream waits
+# for GO like the call, spins 50 us (the call is running by then) and writes DONE, while the call
+# runs on. Without the judge's GPU fence the judge's end event closes 50 us into the call (the
+# judged call's copy or the device's peak then catch it); with it (KERNELSEEK_HANDOVER=fenced,
+# evaluate/gpu_fence.py) the sample holds the call until every SM is free, so the early DONE
+# buys nothing. Written 2026-12-06 after the session's device time was spent: not yet run.
+FENCE_PROBE_PATCHES = (
+    (
+        "std::string command_count(const std::vector<std::string> &w) {\n",
+        r"""__global__ void ks_test_spin_ns(long long ns) {
+    long long began, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(began));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - began < ns);
+}
+int test_done_while_running(unsigned int value) {
+    static cudaStream_t side = nullptr;
+    if (side == nullptr) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    int result = g_wait_value(side, g_go_counter, value, 0);
+    if (result != 0) return result;
+    ks_test_spin_ns<<<1, 1, 0, side>>>(50000);
+    return g_write_value(side, g_done_counter, value, 0);
+}
+std::string command_count(const std::vector<std::string> &w) {
+""",
+    ),
+    (
+        "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
+        "    result = g_write_value(g_stream, g_done_counter, value, 0);\n",
+        "    result = test_done_while_running(value);\n",
+    ),
+)
+
+
+def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
+    task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kernelseek_tui.evaluate.api as api
+    from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
+
+    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
+    honest = isolated(task, task.source, scenarios_file=TIMED, compare=False)
+    assert honest.verdict == "pass", honest.reasons
+    assert honest.handover == "fenced"
+    host = patched_host(tmp_path, "done_while_running_host", FENCE_PROBE_PATCHES, suffix=".cu")
+    monkeypatch.setattr(api, "host_executable", lambda: host)
+    fenced = isolated(task, task.source, scenarios_file=TIMED, compare=False)
+    monkeypatch.setenv(HANDOVER_VARIABLE, "counters")
+    unfenced = isolated(task, task.source, scenarios_file=TIMED, compare=False)
+    ms = [
+        (h.ms, f.ms, u.ms)
+        for h, f, u in zip(honest.scenarios, fenced.scenarios, unfenced.scenarios, strict=True)
+    ]
+    print(
+        f"DONE while running, the starting kernel: fenced {fenced.verdict} {fenced.reasons}, "
+        f"unfenced {unfenced.verdict} {unfenced.reasons}; ms honest / fenced / unfenced: {ms}; "
+        f"hand-overs (us) honest {honest.handovers_us}, fenced {fenced.handovers_us}"
+    )
+    # With the fence: the call's work is in its samples, within 5% of the honest figure.
+    assert fenced.verdict == "pass", fenced.reasons
+    assert all(h and f and abs(f / h - 1) < 0.05 for h, f, _ in ms), ms
+    # Without it the same process is caught (or, without MPS, gains nothing: the contexts take
+    # turns), which is what shows the cheat is real.
+    reasons = " ".join(unfenced.reasons)
+    assert unfenced.verdict != "pass" or all(u and h and u > 0.9 * h for h, _, u in ms), ms
+    if unfenced.verdict != "pass":
+        assert any(w in reasons for w in ("measured call", "above the device's peak")), reasons

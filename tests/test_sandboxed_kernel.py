@@ -328,6 +328,8 @@ def test_the_hand_over_is_chosen_by_name_and_a_wrong_name_is_refused(
     assert default_handover() == "counters"
     monkeypatch.setenv(HANDOVER_VARIABLE, "events")
     assert default_handover() == "events"
+    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
+    assert default_handover() == "fenced"
     monkeypatch.setenv(HANDOVER_VARIABLE, "pigeons")
     with pytest.raises(ValueError, match="KERNELSEEK_HANDOVER must be one of events, counters"):
         default_handover()
@@ -374,3 +376,56 @@ def _state(pid: int) -> str:
     fields = stat_fields(pid)
     assert fields is not None, f"process {pid} is gone"
     return fields[0]
+
+
+class StandInFence:
+    """The judge's GPU fence (evaluate/gpu_fence.py) as a log entry; ``let_go`` says whether a
+    fence waited its limit."""
+
+    def __init__(self, cupy: StandInCupy) -> None:
+        self.cupy = cupy
+        self.let_go = False
+
+    def enqueue(self, stream: Any) -> None:
+        assert stream is self.cupy.stream
+        self.cupy.log.append("fence")
+
+    def timed_out(self, stream: Any) -> bool:
+        return self.let_go
+
+
+def test_fenced_each_call_waits_for_done_then_for_the_whole_gpu_and_a_fence_that_let_go_fails(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    cupy = StandInCupy()
+    cupy.directory = short_dir
+    fence = StandInFence(cupy)
+    sandboxed = SandboxedKernel(
+        candidate(tmp_path),
+        cp=cupy,
+        stream=cupy.stream,
+        who="the candidate",
+        executable=fake_host,
+        handover="fenced",
+        counters=StandInCounters(cupy),
+        fence=fence,
+    )
+    try:
+        out = cupy.tensor(short_dir / "out", base=1 << 20)
+        call = sandboxed.bind_tensors([out], [5], [0.25], cupy.stream.ptr)
+        cupy.log.clear()
+        assert call() == 0 and call() == 0
+        # The counters' hand-over, with the fence between each DONE wait and what follows it
+        # on the judge's stream (the sample's end event).
+        assert cupy.log == [
+            "write 0 1", "wait 64 1", "fence", "write 0 2", "wait 64 2", "fence"
+        ]  # fmt: skip
+        # The kernel's process sees the counters, as without the fence.
+        host_log = (short_dir / "log").read_text().splitlines()
+        assert host_log[-4:] == ["wait-value 1", "write-value 1", "wait-value 2", "write-value 2"]
+        sandboxed.check()
+        fence.let_go = True
+        with pytest.raises(SandboxError, match="the GPU was not free after its process said"):
+            sandboxed.check()
+    finally:
+        sandboxed.close()

@@ -43,6 +43,7 @@ from kernelseek_tui.evaluate.sandbox_host import (
     host_executable,
 )
 from kernelseek_tui.evaluate.stream_counters import (
+    COUNTER_HANDOVERS,
     HANDOVERS,
     DriverCounters,
     StreamCounters,
@@ -71,14 +72,21 @@ class SandboxedKernel:
         executable: Path | None = None,
         handover: str | None = None,
         counters: StreamCounters | None = None,
+        fence: Any = None,
     ) -> None:
-        """``handover``: "counters" or "events" (None: ``KERNELSEEK_HANDOVER``, else counters);
-        ``counters``: the driver's stream memory operations (a stand-in in tests)."""
+        """``handover``: "counters", "events" or "fenced" (None: ``KERNELSEEK_HANDOVER``, else
+        counters); ``counters``: the driver's stream memory operations, ``fence``: the judge's
+        GPU fence for "fenced" (evaluate/gpu_fence.GpuFence; stand-ins in tests)."""
         self._cp, self._stream, self.who = cp, stream, who
         self.handover = handover or default_handover()
         if self.handover not in HANDOVERS:
             raise ValueError(f"handover must be one of {', '.join(HANDOVERS)}")
         self.executable = executable or host_executable()
+        self._fence = None
+        if self.handover == "fenced":
+            from kernelseek_tui.evaluate.gpu_fence import GpuFence
+
+            self._fence = fence if fence is not None else GpuFence(cp)
         self._host = SandboxHost(self.executable, who=who, kind=kind, on_death=on_death)
         try:
             self._set_up(cp, counters)
@@ -128,7 +136,7 @@ class SandboxedKernel:
             self._host.ask("device", device, bytes(uuid).hex())
         else:  # a CuPy that does not give the UUID as its 16 bytes: the ordinal alone
             self._host.ask("device", device)
-        if self.handover == "counters":
+        if self.handover in COUNTER_HANDOVERS:
             self._set_up_counters(cp, counters)
             return
         self._go = [self._event() for _ in range(SLOTS)]
@@ -187,7 +195,7 @@ class SandboxedKernel:
         return buffer
 
     def _call(self, binding: int) -> int:
-        if self.handover == "counters":
+        if self.handover in COUNTER_HANDOVERS:
             return self._count_call(binding)
         k = self._calls % SLOTS
         if self._calls >= SLOTS:
@@ -207,6 +215,9 @@ class SandboxedKernel:
         # Only once the host has enqueued the call (an error above enqueues nothing to wait
         # for, and the next call's counts still match).
         self._counters.wait(self._stream.ptr, self._done_counter, self._count)
+        if self._fence is not None:
+            # Whatever still runs on the GPU when DONE arrives stays inside the call's sample.
+            self._fence.enqueue(self._stream)
         return code
 
     def freeze(self) -> None:
@@ -238,7 +249,14 @@ class SandboxedKernel:
 
     def check(self) -> None:
         """Raise SandboxError when the kernel's stream holds an error (a frozen process was
-        checked as it was settled, and has run nothing since)."""
+        checked as it was settled, and has run nothing since), or a fence after one of its calls
+        let go before the GPU was free."""
+        if self._fence is not None and self._fence.timed_out(self._stream):
+            raise SandboxError(
+                f"{self.who}: the GPU was not free after its process said a call was done "
+                "(the judge's fence waited its limit: work left running, or a GPU shared)",
+                "fail",
+            )
         if self._host.frozen:
             return
         self._host.ask("sync")

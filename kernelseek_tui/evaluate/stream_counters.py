@@ -7,11 +7,12 @@ timed call on an H100 under MPS; with a counter written by one stream and waited
 other, 6.2 us (docs/BENCHMARKS.md, "Handing a call to another process"). CuPy does not wrap
 these functions; ctypes reaches them in the driver library that CuPy has already loaded.
 
-How a hand-over is chosen: ``KERNELSEEK_HANDOVER`` ("counters", the default, or "events"), read
-where a kernel's process is started. The counters became the default on 2026-12-06, once they
-had passed the judge's GPU tests (tests/test_sandbox_gpu.py, H100, under MPS) and measured
-5.6 us a call in the judge against the events' 12.0 (benchmarks/sandbox_handover.py, same
-machine, same hour).
+How a hand-over is chosen: ``KERNELSEEK_HANDOVER`` ("counters", the default, "events", or
+"fenced": the counters with the judge's GPU fence after each DONE, evaluate/gpu_fence.py, not
+yet run on a GPU), read where a kernel's process is started. The counters became the default
+on 2026-12-06, once they had passed the judge's GPU tests (tests/test_sandbox_gpu.py, H100,
+under MPS) and measured 5.6 us a call in the judge against the events' 12.0
+(benchmarks/sandbox_handover.py, same machine, same hour).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import ctypes
 import os
 from typing import Any, Protocol
 
-HANDOVERS = ("events", "counters")
+HANDOVERS = ("events", "counters", "fenced")
+# The hand-overs that use the counters (the kernel's process sees only "counters").
+COUNTER_HANDOVERS = ("counters", "fenced")
 HANDOVER_VARIABLE = "KERNELSEEK_HANDOVER"
 
 
