@@ -429,3 +429,72 @@ def test_fenced_each_call_waits_for_done_then_for_the_whole_gpu_and_a_fence_that
             sandboxed.check()
     finally:
         sandboxed.close()
+
+
+def test_fenced_the_gpu_itself_is_waited_for_after_a_stop_and_a_busy_one_fails(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    cupy = StandInCupy()
+    cupy.directory = short_dir
+    fence = StandInFence(cupy)
+    made = {
+        handover: SandboxedKernel(
+            candidate(tmp_path),
+            cp=cupy,
+            stream=cupy.stream,
+            who=f"the {handover} kernel",
+            executable=fake_host,
+            handover=handover,
+            counters=StandInCounters(cupy),
+            fence=fence,
+        )
+        for handover in ("fenced", "counters")
+    }
+    try:
+        cupy.log.clear()
+        made["counters"].wait_until_gpu_free()  # no fence: nothing to wait for
+        assert cupy.log == []
+        made["fenced"].wait_until_gpu_free()
+        assert cupy.log == ["fence"]
+        fence.let_go = True
+        with pytest.raises(SandboxError, match="the GPU stayed busy after the fenced kernel's"):
+            made["fenced"].wait_until_gpu_free()
+    finally:
+        for sandboxed in made.values():
+            sandboxed.close()
+
+
+def test_the_others_are_stopped_then_the_gpu_waited_for_and_let_go_even_when_it_stays_busy() -> (
+    None
+):
+    from kernelseek_tui.evaluate.worker import Evaluation, FatalError
+
+    class StandInKernel:
+        def __init__(self, name: str, log: list[str], busy: bool = False) -> None:
+            self.name, self.log, self.busy = name, log, busy
+
+        def freeze(self) -> None:
+            self.log.append(f"freeze {self.name}")
+
+        def thaw(self) -> None:
+            self.log.append(f"thaw {self.name}")
+
+        def wait_until_gpu_free(self) -> None:
+            self.log.append("gpu free?")
+            if self.busy:
+                raise SandboxError("the GPU stayed busy", "fail")
+
+    log: list[str] = []
+    timed, other = StandInKernel("timed", log), StandInKernel("other", log)
+    judge = SimpleNamespace(sandboxes=[timed, other])
+    with Evaluation.others_stopped(judge, timed):  # type: ignore[arg-type]
+        log.append("timing")
+    assert log == ["freeze other", "gpu free?", "timing", "thaw other"]
+    log.clear()
+    other.busy = True
+    with (
+        pytest.raises(FatalError, match="the GPU stayed busy"),
+        Evaluation.others_stopped(judge, timed),  # type: ignore[arg-type]
+    ):
+        log.append("timing")
+    assert log == ["freeze other", "gpu free?", "thaw other"]  # no timing, and let go

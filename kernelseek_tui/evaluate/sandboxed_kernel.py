@@ -229,6 +229,21 @@ class SandboxedKernel:
     def thaw(self) -> None:
         self._host.thaw()
 
+    def wait_until_gpu_free(self) -> None:
+        """With the fence ("fenced"): hold the judge's stream until every SM was free at once,
+        and fail where that did not come within the fence's limit (the processes of the other
+        kernels being stopped, what is still running is theirs, or another user's). Without the
+        fence: nothing to do."""
+        if self._fence is None:
+            return
+        self._fence.enqueue(self._stream)
+        if self._fence.timed_out(self._stream):
+            raise SandboxError(
+                f"the GPU stayed busy after {self.who}'s process was settled and stopped "
+                "(the judge's fence waited its limit)",
+                "fail",
+            )
+
     def settle(self) -> float:
         """Wait for every stream of the kernel's process (the judge's device synchronize does
         not reach another process's work); returns how long that process's device synchronize

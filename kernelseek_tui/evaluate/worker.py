@@ -367,6 +367,13 @@ class Evaluation:
                 if kernel is not timed:
                     kernel.freeze()
                     stopped.append(kernel)
+            if stopped:
+                # With the fence ("fenced"): the GPU itself, not only the processes, must be
+                # free before the timing, whatever a process that forged its settle left queued.
+                try:
+                    stopped[0].wait_until_gpu_free()
+                except SandboxError as error:
+                    raise FatalError(error.reason, error.kind) from None
             yield
         finally:
             for kernel in stopped:
