@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.session.engine import Engine
 from kernelseek_tui.session.meta import read_meta
 from tests.test_session_support import (
@@ -157,6 +158,8 @@ def test_paired_timing_reaches_the_session_config() -> None:
     assert _engine_options({"paired_timing": True}) == {"paired_timing": True}
     assert _engine_options({"paired_timing": False}) == {"paired_timing": False}
     assert _engine_options({}) == {}  # the default: paired wherever the evaluator can
+    with pytest.raises(KernelseekError, match="paired_timing must be true or false"):
+        _engine_options({"paired_timing": "false"})
 
 
 def test_bisect_finds_the_first_candidate_below_a_threshold(

@@ -459,7 +459,10 @@ def _engine_options(settings: dict[str, Any]) -> dict[str, Any]:
     if settings.get("shell_output") is not None:
         options["shell_output_chars"] = int(settings["shell_output"])
     if settings.get("paired_timing") is not None:
-        options["paired_timing"] = bool(settings["paired_timing"])
+        paired = settings["paired_timing"]
+        if not isinstance(paired, bool):  # a TOML string "false" must not turn it on
+            raise KernelseekError(f"paired_timing must be true or false, not {paired!r}")
+        options["paired_timing"] = paired
     return options
 
 
