@@ -288,20 +288,34 @@ class StandInCounters:
         self.cupy.log.append(f"wait {offset} {value}")
 
 
+def counted_kernel(
+    fake_host: Path,
+    cupy: StandInCupy,
+    tmp_path: Path,
+    handover: str,
+    *,
+    fence: Any = None,
+    who: str = "the candidate",
+) -> SandboxedKernel:
+    """A kernel whose calls go through the counters ("counters" or "fenced"), on the stand-ins."""
+    return SandboxedKernel(
+        candidate(tmp_path),
+        cp=cupy,
+        stream=cupy.stream,
+        who=who,
+        executable=fake_host,
+        handover=handover,
+        counters=StandInCounters(cupy),
+        fence=fence,
+    )
+
+
 def test_with_counters_each_call_is_go_written_the_call_enqueued_done_waited_for(
     fake_host: Path, tmp_path: Path, short_dir: Path
 ) -> None:
     cupy = StandInCupy()
     cupy.directory = short_dir
-    sandboxed = SandboxedKernel(
-        candidate(tmp_path),
-        cp=cupy,
-        stream=cupy.stream,
-        who="the candidate",
-        executable=fake_host,
-        handover="counters",
-        counters=StandInCounters(cupy),
-    )
+    sandboxed = counted_kernel(fake_host, cupy, tmp_path, "counters")
     try:
         out = cupy.tensor(short_dir / "out", base=1 << 20)
         call = sandboxed.bind_tensors([out], [5], [0.25], cupy.stream.ptr)
@@ -400,16 +414,7 @@ def test_fenced_each_call_waits_for_done_then_for_the_whole_gpu_and_a_fence_that
     cupy = StandInCupy()
     cupy.directory = short_dir
     fence = StandInFence(cupy)
-    sandboxed = SandboxedKernel(
-        candidate(tmp_path),
-        cp=cupy,
-        stream=cupy.stream,
-        who="the candidate",
-        executable=fake_host,
-        handover="fenced",
-        counters=StandInCounters(cupy),
-        fence=fence,
-    )
+    sandboxed = counted_kernel(fake_host, cupy, tmp_path, "fenced", fence=fence)
     try:
         out = cupy.tensor(short_dir / "out", base=1 << 20)
         call = sandboxed.bind_tensors([out], [5], [0.25], cupy.stream.ptr)
@@ -438,15 +443,8 @@ def test_fenced_the_gpu_itself_is_waited_for_after_a_stop_and_a_busy_one_fails(
     cupy.directory = short_dir
     fence = StandInFence(cupy)
     made = {
-        handover: SandboxedKernel(
-            candidate(tmp_path),
-            cp=cupy,
-            stream=cupy.stream,
-            who=f"the {handover} kernel",
-            executable=fake_host,
-            handover=handover,
-            counters=StandInCounters(cupy),
-            fence=fence,
+        handover: counted_kernel(
+            fake_host, cupy, tmp_path, handover, fence=fence, who=f"the {handover} kernel"
         )
         for handover in ("fenced", "counters")
     }
