@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 # Block size: half an SM's thread slots (2048 on sm_70 to sm_90), so two blocks fill an SM.
 FENCE_THREADS = 1024
 
@@ -75,8 +77,6 @@ class GpuFence:
 
     def enqueue(self, stream: Any) -> None:
         """One fence on ``stream``: the work after it starts once every SM was free at once."""
-        import numpy as np
-
         self._arrived = (self._arrived + self.blocks) & 0xFFFFFFFF
         self._kernel(
             (self.blocks,),
