@@ -22,6 +22,16 @@ stream held first where the host enqueues more slowly than the GPU runs (so a pe
 launch never enters its time), and `CAND@turn/fa3`, the median over rounds of FA3's sample over
 the candidate's: the method the judge times candidate and peers with, in this file's process.
 
+`--aa-peers` times FA3 and cuDNN twice each by do_bench in the same rotation (`fa3#2`,
+`cudnn#2`), and a source given twice does the same for a candidate: the summary counts the shapes
+where the two do_bench medians of one kernel agree within 3%, the best any method can do against
+"a do_bench median" on this card in this run.
+
+`--dobench-turn R` adds, per shape, every entry timed by do_bench itself in R rounds in turn (A B
+C, C B A, ...: one do_bench window of each per round; `NAME@dbturn`, the median of its R
+medians; `CAND@dbturn/fa3`, the median per-round ratio): interleaved, as the judge's rule asks,
+at do_bench's window rather than one sample, so each kernel settles at its own clock first.
+
 As a sanity check (not the judge: `kernelseek eval` is), each row also shows the largest
 |out - FA3's out| of the first candidate on the same inputs.
 
@@ -315,6 +325,37 @@ def sign_flipper(tensors: dict[str, Any], names: tuple[str, ...]) -> Any:
     return pre
 
 
+def time_dobench_in_turn(
+    calls: list[Any], rounds: int, warmup_ms: int, rep_ms: int
+) -> list[list[float]]:
+    """Each of ``calls`` timed by do_bench once per round, in turn (forward on even rounds,
+    reversed on odd ones, as the judge orders its rounds): per call, its ``rounds`` medians."""
+    from triton.testing import do_bench
+
+    from kernelseek_tui.evaluate.timing import round_order
+
+    medians: list[list[float]] = [[] for _ in calls]
+    for round_index in range(rounds):
+        for k in round_order(len(calls), round_index):
+            ms = do_bench(calls[k], warmup=warmup_ms, rep=rep_ms, return_mode="median")
+            medians[k].append(ms)
+    return medians
+
+
+def agreement(rows: list[dict[str, Any]], a: str, b: str, tolerance: float = 0.03) -> str:
+    """How many shapes have columns ``a`` and ``b`` within ``tolerance`` of each other, and the
+    largest gap, as one line."""
+    ratios = [r[a] / r[b] for r in rows if r.get(a) and r.get(b)]
+    if not ratios:
+        return f"{a} against {b}: no shapes"
+    within = sum(abs(x - 1) <= tolerance for x in ratios)
+    worst = max(ratios, key=lambda x: abs(x - 1))
+    return (
+        f"{a} against {b}: {within}/{len(ratios)} shapes within {tolerance:.0%}, "
+        f"worst {worst:.3f}, geomean {geomean(ratios):.3f}"
+    )
+
+
 def geomean(values: list[float]) -> float | None:
     values = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
@@ -360,6 +401,19 @@ def main() -> int:
         help="also time every entry of a shape in turn with the judge's own time_interleaved "
         "(NAME@turn) and give each candidate's median per-round ratio to FA3 (CAND@turn/fa3)",
     )
+    parser.add_argument(
+        "--aa-peers",
+        action="store_true",
+        help="time FA3 and cuDNN twice each by do_bench (fa3#2, cudnn#2): their A/A agreement",
+    )
+    parser.add_argument(
+        "--dobench-turn",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also time every entry by do_bench in ROUNDS rounds in turn (NAME@dbturn) and give "
+        "each candidate's median per-round ratio to FA3 (CAND@dbturn/fa3)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -375,7 +429,10 @@ def main() -> int:
             return 1
         candidates.append(Candidate(name, built.library))
     others = {} if args.no_peers else peers()
-    names = [c.name for c in candidates] + list(others)
+    twins = [f"{n}#2" for n in others] if args.aa_peers else []
+    if args.dobench_turn and args.dobench_turn < 2:
+        parser.error("--dobench-turn needs 2 rounds or more")
+    names = [c.name for c in candidates] + list(others) + twins
     if args.pre_call_flips:
         names += [f"{c.name}@{mode}" for c in candidates for mode in PRE_CALL_FLIPS]
     entries = [c.name for c in candidates] + list(others)
@@ -383,6 +440,8 @@ def main() -> int:
         names += [f"{n}@{mode}" for n in entries for mode in JUDGE_METHODS]
     if args.in_turn:
         names += [f"{n}@turn" for n in entries]
+    if args.dobench_turn:
+        names += [f"{n}@dbturn" for n in entries]
     gpu = gpu_line("name,driver_version,clocks.sm")
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M:%S')} on {gpu} ({platform.node()}); "
@@ -396,6 +455,7 @@ def main() -> int:
     if others.get("fa3") is not None:
         header += [f"{c.name}/fa3" for c in candidates]
         header += [f"{c.name}@turn/fa3" for c in candidates if args.in_turn]
+        header += [f"{c.name}@dbturn/fa3" for c in candidates if args.dobench_turn]
         header += ["max|out-fa3|"]
     print(" | ".join(header))
     stream = torch.cuda.current_stream().cuda_stream
@@ -427,8 +487,24 @@ def main() -> int:
                 for c in candidates:
                     per_round = in_turn.ratios(fa3_at, entries.index(c.name))
                     row[f"{c.name}@turn/fa3"] = statistics.median(per_round)
+        if args.dobench_turn:
+            calls = [
+                by_name[n].bind([q, k, v, out, lse], shape, scale, stream)
+                if n in by_name
+                else functools.partial(others[n], q, k, v, scale, causal)
+                for n in entries
+            ]
+            windows = time_dobench_in_turn(calls, args.dobench_turn, args.warmup, args.rep)
+            for n, medians in zip(entries, windows, strict=True):
+                row[f"{n}@dbturn"] = work / (statistics.median(medians) * 1e-3) / 1e12
+            if "fa3" in others:
+                fa3_windows = windows[entries.index("fa3")]
+                for c in candidates:
+                    mine = windows[entries.index(c.name)]
+                    per_round = [f / m for f, m in zip(fa3_windows, mine, strict=True)]
+                    row[f"{c.name}@dbturn/fa3"] = statistics.median(per_round)
         for name in turn_order(names, index, rotate=not args.fixed_order):
-            if name.endswith("@turn"):
+            if name.endswith(("@turn", "@dbturn")):
                 continue  # timed above, all together
             if "@" in name and name.split("@")[1] in JUDGE_METHODS:
                 base, mode = name.split("@")
@@ -452,7 +528,7 @@ def main() -> int:
                 ms = do_bench(call, warmup=args.warmup, rep=args.rep, return_mode="median")
                 row[name] = work / (ms * 1e-3) / 1e12
                 continue
-            fn = others[name]
+            fn = others[name.removesuffix("#2")]
             ms = do_bench(
                 functools.partial(fn, q, k, v, scale, causal),
                 warmup=args.warmup,
@@ -476,6 +552,8 @@ def main() -> int:
             cells += [f"{row[c.name] / row['fa3']:.3f}" for c in candidates]
             if args.in_turn:
                 cells += [f"{row[f'{c.name}@turn/fa3']:.3f}" for c in candidates]
+            if args.dobench_turn:
+                cells += [f"{row[f'{c.name}@dbturn/fa3']:.3f}" for c in candidates]
             cells += [f"{row.get('max_abs_diff_vs_fa3', float('nan')):.4f}"]
         print(" | ".join(cells), flush=True)
 
@@ -499,6 +577,17 @@ def main() -> int:
                     f"{cand.name} in turn: geomean {turned:.3f}x FA3; worst d{worst['headdim']} "
                     f"causal={worst['causal']} s{worst['seqlen_q']} at {worst[key]:.3f}x"
                 )
+            if args.dobench_turn:
+                key = f"{cand.name}@dbturn/fa3"
+                windowed = geomean([r[key] for r in rows])
+                print(f"{cand.name} by do_bench in turn: geomean {windowed:.3f}x FA3")
+    # A/A: one kernel's two do_bench medians in this run (a source given twice, --aa-peers).
+    for name in names:
+        base = name.split("#")[0]
+        if "#" in name and "@" not in name and base in names:
+            print("A/A do_bench: " + agreement(rows, name, base))
+    for name in entries if args.dobench_turn else []:
+        print("do_bench in turn: " + agreement(rows, f"{name}@dbturn", name))
     if args.json:
         args.json.write_text(json.dumps({"gpu": gpu, "rows": rows, "geomean": summary}, indent=1))
     return 0

@@ -10,6 +10,8 @@
 # (target: 45 s). bench: the judge's bench set isolated, fa_bench's do_bench and in-turn figures
 # in the same call, and benchmarks/judge_vs_dobench.py against the in-turn ones (target: every
 # shape within 3%). Each prints what it measured; nothing is decided here.
+# FA_BENCH_ARGS adds fa_bench options to the bench part (e.g. "--aa-peers --dobench-turn 4"),
+# FA_BENCH_TIMEOUT its limit in seconds (default 300).
 set -uo pipefail
 part=${1:-}
 : "${OUT:?OUT names the folder for the results}"
@@ -33,10 +35,11 @@ bench)
         --set bench --isolation process --json > "$OUT/isolated.json" 2> "$OUT/isolated.err"
     echo "eval --set bench --isolation process: exit $?"
     date -u
-    timeout 300 python3 benchmarks/fa_bench.py --source "$source_file" --in-turn \
-        --json "$OUT/fa_bench.json" > "$OUT/fa_bench.txt" 2>&1
+    # shellcheck disable=SC2086
+    timeout "${FA_BENCH_TIMEOUT:-300}" python3 benchmarks/fa_bench.py --source "$source_file" \
+        --in-turn ${FA_BENCH_ARGS:-} --json "$OUT/fa_bench.json" > "$OUT/fa_bench.txt" 2>&1
     echo "fa_bench --in-turn: exit $?"
-    tail -3 "$OUT/fa_bench.txt"
+    grep -E "geomean|A/A|in turn" "$OUT/fa_bench.txt" | tail -12
     python3 benchmarks/judge_vs_dobench.py "$OUT/isolated.json" "$OUT/fa_bench.json" \
         --candidate sm90 --against turn | tail -12
     ;;

@@ -1,11 +1,21 @@
 """fa_bench's shape filter (a profiler run must get exactly the shape it names), its names for
-repeated sources and its rotated order."""
+repeated sources, its rotated order, its A/A agreement count and its do_bench rounds in turn."""
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
-from benchmarks.fa_bench import bench_shapes, candidate_names, turn_order
+import pytest
+
+from benchmarks.fa_bench import (
+    agreement,
+    bench_shapes,
+    candidate_names,
+    time_dobench_in_turn,
+    turn_order,
+)
 from kernelseek_tui.task import load_task
 
 TASK = load_task(Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd")
@@ -46,3 +56,34 @@ def test_every_entry_takes_every_position_equally_often_over_the_bench_set() -> 
 
 def test_a_fixed_order_is_the_order_given() -> None:
     assert turn_order(["a", "b", "fa3"], 5, rotate=False) == ["a", "b", "fa3"]
+
+
+def test_agreement_counts_the_shapes_within_the_tolerance_and_names_the_worst() -> None:
+    rows = [{"fa3": 100.0, "fa3#2": 102.0}, {"fa3": 100.0, "fa3#2": 90.0}, {"fa3": 100.0}]
+    line = agreement(rows, "fa3#2", "fa3")
+    assert "1/2 shapes within 3%" in line and "worst 0.900" in line
+
+
+def test_do_bench_in_turn_times_each_call_once_a_round_forward_then_reversed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    order: list[str] = []
+
+    def fake_do_bench(call, warmup: int, rep: int, return_mode: str) -> float:
+        assert (warmup, rep, return_mode) == (25, 100, "median")
+        return call()
+
+    def timed(name: str, ms: float):
+        def call() -> float:
+            order.append(name)
+            return ms
+
+        return call
+
+    testing = types.ModuleType("triton.testing")
+    testing.do_bench = fake_do_bench  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "triton", types.ModuleType("triton"))
+    monkeypatch.setitem(sys.modules, "triton.testing", testing)
+    medians = time_dobench_in_turn([timed("a", 1.0), timed("b", 2.0)], 4, 25, 100)
+    assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert medians == [[1.0] * 4, [2.0] * 4]
