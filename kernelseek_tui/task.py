@@ -174,6 +174,12 @@ class Timing:
     # kernel than after itself, the candidate 2-5% slower right after FA3); runs of a few
     # samples leave that effect to each run's first sample, which the median passes over.
     turn_run: int = 1
+    # Kernels timed in processes of their own: how far, in microseconds, the hand-over taken
+    # out of a kernel's calls (measured once per process with the judge's empty kernel) can be
+    # from what a real call of that process paid. Measured on an H100 (2026-12-06): up to
+    # about 3 us (docs/RELIABILITY.md, "Paired timing and the hand-over"). New-best decisions
+    # count it as an error of every call of a process alike (evaluate/paired.py, noise.py).
+    handover_uncertainty_us: float = 3.0
 
 
 @dataclass(slots=True)
@@ -491,6 +497,9 @@ def _timing(raw: dict[str, Any], path: Path, tensors: tuple[TensorSpec, ...]) ->
         )
     if timing.flush_mb is not None and not timing.flush_mb > 0:
         raise TaskError(f"{path}: [timing] flush_mb must be a positive size in MB")
+    uncertainty = timing.handover_uncertainty_us
+    if isinstance(uncertainty, bool) or not isinstance(uncertainty, int | float) or uncertainty < 0:
+        raise TaskError(f"{path}: [timing] handover_uncertainty_us must be 0 or more microseconds")
     if not isinstance(timing.turn_run, int) or timing.turn_run < 1:
         raise TaskError(f"{path}: [timing] turn_run must be a whole number of samples, 1 or more")
     if timing.method not in TIMING_METHODS:

@@ -67,3 +67,29 @@ def test_the_tuner_can_start_from_other_knob_defaults(tmp_path: Path) -> None:
     )
     assert '"SM90_PERSISTENT": 0' in first and '"SM90_PINGPONG": 0' in first, first
     assert (ROOT / "kernels/flash_fwd/task.toml").read_text() == original
+
+
+def test_a_changed_default_is_the_starting_kernels_own_too(tmp_path: Path) -> None:
+    # The starting kernel is built with no knobs: its source's own #define must say the same,
+    # or the judge would measure speedups (and pair a first candidate) from another point.
+    task = tmp_path / "flash_fwd"
+    shutil.copytree(ROOT / "kernels/flash_fwd", task)
+    script = ROOT / "scripts" / "set_knob_default.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(task / "task.toml"), "SM90_PERSISTENT=0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    original = (ROOT / "kernels/flash_fwd/sm90.cu").read_text()
+    changed = (task / "sm90.cu").read_text()
+    assert "#define SM90_PERSISTENT 1\n" in original
+    assert changed == original.replace("#define SM90_PERSISTENT 1\n", "#define SM90_PERSISTENT 0\n")
+    refused = subprocess.run(
+        [sys.executable, str(script), str(task / "task.toml"), "SM90_PERSISTENT=7"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode != 0 and (task / "sm90.cu").read_text() == changed

@@ -116,3 +116,41 @@ def test_eval_pair_with_a_missing_file_is_one_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "--pair-with: no such file" in result.stderr and "Traceback" not in result.stderr
+
+
+def _finished(handovers_us: dict[str, float], uncertainty_us: float | None) -> EvalSummary:
+    """A two-scenario result (a 9 us and a 1 ms one, both 10% faster than the starting kernel
+    and paired with a best 10% slower) finished as evaluate() finishes it."""
+    scenarios = [
+        ScenarioResult(
+            name=f"s{ms}",
+            set="quick",
+            fields={},
+            passed=True,
+            ms=ms,
+            baseline_ms=1.1 * ms,
+            speedup=1.1,
+            spread=0.002,
+            paired_ms=1.1 * ms,
+            paired_ratios=[1.099, 1.101] * 10,
+        )
+        for ms in (0.009, 1.0)
+    ]
+    result = EvalResult(eval_id="e", verdict="error", scenarios=scenarios)
+    result.handovers_us = handovers_us
+    result.handover_uncertainty_us = uncertainty_us
+    return api._finish(result, 0.0).summary
+
+
+def test_hand_overs_taken_out_widen_the_noise_and_the_paired_spread() -> None:
+    in_process = _finished({}, None)
+    # an uncertainty recorded, but no hand-over taken out (the batched method): nothing changes
+    assert _finished({}, 3.0) == in_process
+    isolated = _finished({"the candidate": 6.0, "the best kernel": 11.0}, 3.0)
+    assert in_process.paired_handover is None and isolated.paired_handover is not None
+    assert isolated.paired_handover > 0.005
+    assert isolated.paired_spread > in_process.paired_spread + isolated.paired_handover * 0.99  # type: ignore[operator]
+    assert isolated.paired_speedup == pytest.approx(1.1, rel=1e-3)
+    # the 9 us scenario's hand-overs: 3 us over 9 and over 9.9 us, in the unpaired noise too
+    assert isolated.noise > in_process.noise + 0.3  # type: ignore[operator]
+    assert isolated.geomean_speedup == in_process.geomean_speedup

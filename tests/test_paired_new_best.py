@@ -21,8 +21,8 @@ from tests.test_session_support import (
 )
 
 # The tuner's walk (tests/test_agent_tuner.py): (64,64) 1.0, (32,64) 0.8, (128,64) 1.3 (the
-# first new best, judged unpaired: there was no best to pair with), then (128,32) 1.6, paired
-# with (128,64), and four slower points.
+# first new best, paired with the session's starting point: there was no best yet), then
+# (128,32) 1.6, paired with (128,64), and four slower points.
 TOP = {"BLOCK_M": 128, "BLOCK_N": 32}
 FIRST_BEST = {"BLOCK_M": 128, "BLOCK_N": 64}
 
@@ -73,9 +73,20 @@ def test_a_paired_gain_inside_its_spread_is_no_new_best_though_fastest_unpaired(
     )
     assert paired.source.read_text() == committed
     assert paired.source.is_relative_to(engine.session_dir / "paired-best" / best_sha)
-    assert evaluator.paired[: evaluator.calls.index(FIRST_BEST) + 1] == [None] * (
-        evaluator.calls.index(FIRST_BEST) + 1
-    )
+    # Before the first new best, each evaluation is paired with the session's starting point:
+    # the starting commit's kernel, no knobs.
+    start = engine.history.base_sha
+    before = evaluator.paired[: evaluator.calls.index(FIRST_BEST) + 1]
+    assert len(before) == 3
+    for kernel in before:
+        assert kernel is not None and kernel.knobs is None
+        assert kernel.source.is_relative_to(engine.session_dir / "paired-best" / start)
+        committed = git(
+            engine.history.repo,
+            "show",
+            f"{start}:{engine.history.task_subdir}/{engine.kernel_path}",
+        )
+        assert kernel.source.read_text() == committed
     evals = [e for e in read_events(engine.session_dir) if e.kind == "eval"]
     top_attrs = evals[at].attrs_dict()
     assert summary_paired(top_attrs["summary"]) == pytest.approx((1.6 / 1.3, 0.5))

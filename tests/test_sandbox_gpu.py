@@ -372,7 +372,9 @@ def test_a_candidate_heating_the_gpu_while_the_starting_kernel_is_timed_leaves_i
 # runs on. Without the judge's GPU fence the judge's end event closes 50 us into the call (the
 # judged call's copy or the device's peak then catch it); with it (KERNELSEEK_HANDOVER=fenced,
 # evaluate/gpu_fence.py) the sample holds the call until every SM is free, so the early DONE
-# buys nothing. Written 2026-12-06 after the session's device time was spent: not yet run.
+# buys nothing. First run on an H100, 2026-12-06 11:32 UTC: fenced it passed at 3.414 ms against
+# 3.494 honest (the fence's hand-over 70 us against 10); unfenced it was caught by the device
+# staying busy after the stream's last work (the call still running past its DONE).
 FENCE_PROBE_PATCHES = (
     (
         "std::string command_count(const std::vector<std::string> &w) {\n",
@@ -434,4 +436,5 @@ def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
     reasons = " ".join(unfenced.reasons)
     assert unfenced.verdict != "pass" or all(u and h and u > 0.9 * h for h, _, u in ms), ms
     if unfenced.verdict != "pass":
-        assert any(w in reasons for w in ("measured call", "above the device's peak")), reasons
+        caught_by = ("measured call", "above the device's peak", "work outside the given stream")
+        assert any(w in reasons for w in caught_by), reasons

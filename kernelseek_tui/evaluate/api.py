@@ -35,7 +35,7 @@ from kernelseek_tui.evaluate.build import build, cache_root
 from kernelseek_tui.evaluate.comparators import load_module
 from kernelseek_tui.evaluate.gpu_sharing import GpuProcess, check_sharing
 from kernelseek_tui.evaluate.noise import geomean_noise
-from kernelseek_tui.evaluate.paired import PairedKernel, paired_speedup
+from kernelseek_tui.evaluate.paired import PairedKernel, handover_term, paired_speedup
 from kernelseek_tui.evaluate.private_mps import (
     MPS_VARIABLE,
     PIPE_VARIABLE,
@@ -256,6 +256,7 @@ def evaluate(
             result.handover = default_handover()
         except ValueError as error:
             raise KernelseekError(str(error)) from None
+        result.handover_uncertainty_us = task.timing.handover_uncertainty_us
         if result.handover != "events":  # the keys from before there was a choice stay valid
             baseline_key = f"{baseline_key}-{result.handover}"
         mps = mps_for_isolation(_worker_env(device).get("CUDA_VISIBLE_DEVICES"))
@@ -653,6 +654,13 @@ def _mark(result: EvalResult, milestone: str, started: float) -> None:
     result.timeline[milestone] = round(time.monotonic() - started, 3)
 
 
+def _with_handover(spread: float | None, term: float) -> float | None:
+    """A scenario's spread with the hand-over's term added (None stays None without one)."""
+    if spread is None:
+        return term if term > 0 else None
+    return spread + term
+
+
 def _finish(result: EvalResult, started: float, *, harness_error: bool = False) -> EvalResult:
     _mark(result, "finished", started)
     result.duration_s = result.timeline["finished"]
@@ -664,10 +672,24 @@ def _finish(result: EvalResult, started: float, *, harness_error: bool = False) 
     timed = [s for s in result.scenarios if s.ms is not None]
     summary.geomean_speedup = geomean([s.speedup for s in timed if s.speedup])
     summary.geomean_tflops = geomean([s.tflops for s in timed if s.tflops])
-    summary.noise = geomean_noise([s.spread for s in timed if s.speedup])
-    paired = paired_speedup([s.paired_ratios for s in timed if s.paired_ratios])
+    # Where hand-overs were taken out of the figures, each comparison carries their
+    # uncertainty as well as its samples' spread (evaluate/paired.py says why).
+    uncertainty = result.handover_uncertainty_us if result.handovers_us else None
+    summary.noise = geomean_noise(
+        [
+            _with_handover(s.spread, handover_term(uncertainty, s.ms, s.baseline_ms))
+            for s in timed
+            if s.speedup
+        ]
+    )
+    pairs = [s for s in timed if s.paired_ratios]
+    paired = paired_speedup(
+        [s.paired_ratios for s in pairs],
+        [handover_term(uncertainty, s.ms, s.paired_ms) for s in pairs],
+    )
     if paired is not None:
         summary.paired_speedup, summary.paired_spread = paired.speedup, paired.spread
+        summary.paired_handover = paired.handover_part if uncertainty else None
     peers = sorted({name for s in timed for name in s.peers})
     for name in peers:
         ratios = [r for s in timed if (r := s.ratio_to(name)) is not None]

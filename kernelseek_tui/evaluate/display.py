@@ -137,8 +137,14 @@ def format_summary(result: EvalResult) -> str:
         lines.append(f"{name}: absent ({why})")
     if s.paired_speedup is not None and s.paired_spread is not None:
         lines.append(
-            f"vs the kernel timed beside it (geomean of its time / candidate time, sample by "
-            f"sample): {s.paired_speedup:.3f}x +- {s.paired_spread:.1%} (95%)"
+            f"vs the kernel timed beside it (its time / candidate time, sample by sample; "
+            f"geomean over scenarios weighted by how precisely each is timed): "
+            f"{s.paired_speedup:.3f}x +- {s.paired_spread:.1%} (95%"
+            + (
+                f"; {s.paired_handover:.1%} of it the hand-overs' uncertainty)"
+                if s.paired_handover is not None
+                else ")"
+            )
         )
     for reason in result.reasons:
         lines.append(f"reason: {reason}")

@@ -14,6 +14,19 @@ rule takes (noise.py): that rule's spread stands in for the drift between runs, 
 pairing removes; what is left is the scatter of independent rounds, whose effect on a mean
 shrinks with their number. An outlying round widens the half-width, so it errs towards
 refusing, never towards accepting. The spread reported is the half-width as a relative figure.
+
+Kernels timed in processes of their own add an error the rounds cannot show: each process's
+hand-over is measured once and taken out of all its calls, and that figure is off by up to a
+few microseconds for a real kernel's call, the same way on every call of the process (measured
+on an H100, 2026-12-06: one code in two processes of one run read 9.7 and 7.4 us on a 9 us
+scenario; docs/RELIABILITY.md, "Paired timing and the hand-over"). On a 9 us scenario that is a
+quarter of the ratio; on a 1 ms one, well under the floor. So each scenario carries a hand-over
+term, the uncertainty in microseconds over each kernel's time (``handover_terms``), and the
+mean is weighted by 1 / (term^2 + floor^2): scenarios timed more precisely than the floor count
+alike (in one process every term is 0 and the mean is the plain one), those the hand-over
+blurs count less. The term is one error for all of a process's calls, not a scatter that
+averages out, so it enters the spread as the weighted mean of the terms, added to the rounds'
+half-width.
 """
 
 from __future__ import annotations
@@ -47,9 +60,12 @@ class PairedKernel:
 
 @dataclass(frozen=True, slots=True)
 class PairedSpeedup:
-    speedup: float  # geomean over the timed scenarios of best_ms / candidate_ms
-    spread: float  # relative 95% half-width of ``speedup`` (0.01: +-1%)
+    # geomean over the timed scenarios of best_ms / candidate_ms, weighted by precision (plain
+    # where no hand-over blurs a scenario)
+    speedup: float
+    spread: float  # relative 95% half-width of ``speedup`` (0.01: +-1%), the hand-over's part in
     scenarios: int  # how many scenarios the figure is over
+    handover_part: float = 0.0  # of ``spread``, what the hand-over's uncertainty adds
 
 
 def t_975(degrees_of_freedom: int) -> float:
@@ -72,16 +88,50 @@ def scenario_log_ratio(ratios: Sequence[float]) -> tuple[float, float] | None:
     return statistics.fmean(logs), t_975(len(logs) - 1) * standard_error
 
 
-def paired_speedup(ratios_per_scenario: Sequence[Sequence[float]]) -> PairedSpeedup | None:
+def paired_speedup(
+    ratios_per_scenario: Sequence[Sequence[float]],
+    handover_terms: Sequence[float] | None = None,
+    floor: float = PAIRED_FLOOR,
+) -> PairedSpeedup | None:
     """The paired speedup and its spread from each timed scenario's per-round ratios
-    (best_ms / candidate_ms); None when no scenario has two usable rounds."""
-    measured = [m for m in map(scenario_log_ratio, ratios_per_scenario) if m is not None]
+    (best_ms / candidate_ms); None when no scenario has two usable rounds.
+
+    ``handover_terms`` (one per scenario, as given; None: all 0): the relative error the
+    hand-over's correction can put in that scenario's ratio (the module's docstring)."""
+    terms = list(handover_terms) if handover_terms is not None else [0.0] * len(ratios_per_scenario)
+    if len(terms) != len(ratios_per_scenario):
+        raise ValueError("one hand-over term per scenario")
+    measured = [
+        (m, max(0.0, term) if math.isfinite(term) else math.inf)
+        for m, term in zip(map(scenario_log_ratio, ratios_per_scenario), terms, strict=True)
+        if m is not None
+    ]
+    measured = [(m, term) for m, term in measured if math.isfinite(term)]
     if not measured:
         return None
-    count = len(measured)
-    mean_log = sum(mean for mean, _ in measured) / count
-    half_width = math.sqrt(sum(width * width for _, width in measured)) / count
-    return PairedSpeedup(math.exp(mean_log), math.expm1(half_width), count)
+    weights = [1.0 / (term * term + floor * floor) for _, term in measured]
+    total = sum(weights)
+    mean_log = sum(w * mean for w, ((mean, _), _) in zip(weights, measured, strict=True)) / total
+    rounds = math.sqrt(
+        sum((w * width) ** 2 for w, ((_, width), _) in zip(weights, measured, strict=True))
+    )
+    handover = sum(w * term for w, (_, term) in zip(weights, measured, strict=True)) / total
+    half_width = rounds / total + handover
+    return PairedSpeedup(
+        math.exp(mean_log), math.expm1(half_width), len(measured), math.expm1(handover)
+    )
+
+
+def handover_term(uncertainty_us: float | None, *kernel_ms: float | None) -> float:
+    """The relative error that hand-overs known to ``uncertainty_us`` can put in a ratio of
+    kernels taking ``kernel_ms`` each: the sum of the uncertainty over each time (0 without an
+    uncertainty: kernels timed in the judge's own process). A time that is missing or not
+    positive cannot be corrected for: infinite."""
+    if not uncertainty_us:
+        return 0.0
+    if any(ms is None or not ms > 0 for ms in kernel_ms):
+        return math.inf
+    return sum(uncertainty_us / (ms * 1000.0) for ms in kernel_ms if ms)
 
 
 def is_new_best_paired(speedup: float, spread: float, floor: float = PAIRED_FLOOR) -> bool:

@@ -85,6 +85,9 @@ class EvalSummary:
     # interleaved in this run, and its relative 95% half-width (evaluate/paired.py).
     paired_speedup: float | None = None
     paired_spread: float | None = None
+    # Of paired_spread, what the hand-overs' uncertainty adds (kernels in processes of their
+    # own; None in the judge's process): the part more rounds cannot shrink.
+    paired_handover: float | None = None
 
     @property
     def vs_fa3(self) -> float | None:
@@ -118,6 +121,9 @@ class EvalResult:
     # each measured in its own process and taken out of its own figures.
     handover_us: float | None = None
     handovers_us: dict[str, float] = field(default_factory=dict)
+    # How far each of those figures can be from what a real call paid (the task's [timing]
+    # handover_uncertainty_us): counted in the noise and the paired spread of the summary.
+    handover_uncertainty_us: float | None = None
     # With isolation "process", the MPS server the processes shared the GPU through (or none,
     # and what that costs), and whether it was restarted after this evaluation.
     mps: str | None = None

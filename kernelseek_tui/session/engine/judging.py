@@ -68,13 +68,18 @@ class JudgingMixin(EngineCore):
 
     def paired_best(self) -> PairedKernel | None:
         """Where the session pairs (``pairs_with_best``: by default wherever its evaluator
-        can), the session's best so far (its last new best, never the starting kernel) as files
-        of its own under the session directory; None otherwise, or where its commit cannot be
-        read (the evaluation then goes unpaired)."""
-        sha = self.state.best_commit
+        can), the session's best so far (its last new best; before there is one, the session's
+        starting point) as files of its own under the session directory; None otherwise, or
+        where its commit cannot be read (the evaluation then goes unpaired).
+
+        The starting point too: its figures otherwise come from a cache timed in another run
+        (measured on an H100, 2026-12-06: the starting kernel's own knobs read 1.038x faster
+        than itself that way, the drift between runs and the hand-overs of two processes), and
+        a first candidate is a new best only by what it gains on it in the same run."""
+        sha = self.state.best_commit or self.history.base_sha
         # Not with GPU slots: their evaluations run side by side, the best may change under
         # one, and their evaluator (session/slots.py) does not pair.
-        if sha is None or self.gpus:
+        if self.gpus:
             return None
         if not pairs_with_best(self.evaluator, self.config.paired_timing):
             return None
