@@ -6,6 +6,7 @@
 # peers (the default since), on the quick and bench sets. Run on the GPU box:
 #
 #   OUT=$OUT scripts/gpu_start_bias.sh            # ~3 min on a warm H100
+#   SETS=quick OUT=$OUT scripts/gpu_start_bias.sh # the quick set only (~80 s)
 #
 # Writes $OUT/start-bias-{alone,beside}-{quick,bench}.json (kernelseek eval --json) and prints
 # per set the geomean speedup, the worst shape, and the per-shape speedups of the bench set.
@@ -25,12 +26,14 @@ for mode in alone beside; do
 done
 grep -q '^source = "sm90.cu"' "$WORK/beside/task.toml" || { echo "task copy failed"; exit 1; }
 grep -q '^start_beside_peers = false' "$WORK/alone/task.toml" || { echo "alone copy failed"; exit 1; }
-for set_name in quick bench; do
+for set_name in ${SETS:-quick bench}; do
     for mode in alone beside; do
         began=$(date +%s)
         timeout 240 "$PY" -m kernelseek_tui eval "$WORK/$mode" --source "$WORK/$mode/sm90_same.cu" \
             --set "$set_name" --json > "$OUT/start-bias-$mode-$set_name.json" 2> "$OUT/start-bias-$mode-$set_name.err"
         echo "$set_name, starting kernel $mode: exit $? after $(( $(date +%s) - began )) s"
+        # an empty error file says nothing: not kept
+        [ -s "$OUT/start-bias-$mode-$set_name.err" ] || rm -f "$OUT/start-bias-$mode-$set_name.err"
     done
 done
 "$PY" - "$OUT" <<'PYTHON'
@@ -40,6 +43,8 @@ out = Path(sys.argv[1])
 for set_name in ("quick", "bench"):
     for mode in ("alone", "beside"):
         path = out / f"start-bias-{mode}-{set_name}.json"
+        if not path.exists():
+            continue
         try:
             result = json.loads(path.read_text())
         except (OSError, ValueError) as error:
@@ -56,6 +61,5 @@ for set_name in ("quick", "bench"):
             f"{set_name} {mode}: {result['verdict']}, geomean speedup over itself {geo:.3f}, "
             f"{within}/{len(timed)} within 3%, worst {worst['name']} {worst['speedup']:.3f}"
         )
-        if set_name == "bench":
-            print("   " + " ".join(f"{s['speedup']:.3f}" for s in timed))
+        print("   " + " ".join(f"{s['speedup']:.3f}" for s in timed))
 PYTHON
