@@ -180,12 +180,6 @@ class Timing:
     # about 3 us (docs/RELIABILITY.md, "Paired timing and the hand-over"). New-best decisions
     # count it as an error of every call of a process alike (evaluate/paired.py, noise.py).
     handover_uncertainty_us: float = 3.0
-    # The starting kernel timed in turn with the peers (with the flushed method, where the
-    # request compares), as the candidate is, rather than alone: on an H100 at its power limit
-    # (2026-12-06) the starting kernel timed alone read 6-9% slower on the long quick scenarios
-    # than the same code timed in turn, which every speedup then carried (docs/RELIABILITY.md,
-    # "The starting kernel timed as the candidate is"). False: alone, as before.
-    start_beside_peers: bool = True
 
 
 @dataclass(slots=True)
@@ -503,8 +497,6 @@ def _timing(raw: dict[str, Any], path: Path, tensors: tuple[TensorSpec, ...]) ->
         )
     if timing.flush_mb is not None and not timing.flush_mb > 0:
         raise TaskError(f"{path}: [timing] flush_mb must be a positive size in MB")
-    if not isinstance(timing.start_beside_peers, bool):
-        raise TaskError(f"{path}: [timing] start_beside_peers must be true or false")
     uncertainty = timing.handover_uncertainty_us
     if isinstance(uncertainty, bool) or not isinstance(uncertainty, int | float) or uncertainty < 0:
         raise TaskError(f"{path}: [timing] handover_uncertainty_us must be 0 or more microseconds")

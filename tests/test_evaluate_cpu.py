@@ -396,14 +396,8 @@ print(seal.line({"type": "done"}), flush=True)
     # with no MPS server, the contexts' switching too), which the worker measures and takes
     # out: its cached times are its own; the kernels' host and the judge's empty kernel (the
     # hand-over's measure) are built before the worker starts.
-    # The starting kernel is timed in turn with the task's peers in both (its key says so).
     key = loaded_beside.split("|")[1]
-    assert task.comparators and key.endswith("-beside-peers")
-    base = key.removesuffix("-beside-peers")
-    suffix = "-process-counters-no-mps-net-own-beside-peers"
-    assert isolated == "process|" + base + suffix + "|built+probe"
-    alone = api.evaluate(task, source, sets=["quick"], compare=False).device["name"]
-    assert alone.split("|")[1] == base + suffix.removesuffix("-beside-peers")
+    assert isolated == "process|" + key + "-process-counters-no-mps-net-own|built+probe"
     assert "GPU shared through: none (KERNELSEEK_MPS=off)" in format_summary(judged)
     with pytest.raises(KernelseekError, match="isolation must be one of"):
         api.evaluate(task, source, sets=["quick"], isolation="container")

@@ -234,27 +234,3 @@ def test_a_set_may_time_for_less_long_but_never_differently(tmp_path: Path) -> N
         (tmp_path / str(n)).mkdir()
         with pytest.raises(TaskError, match=message):
             load_task(_task_copy(tmp_path / str(n), f"{quick_line} => {line}"))
-
-
-def test_the_starting_kernel_is_timed_beside_the_peers_unless_told_not_to(tmp_path: Path) -> None:
-    import dataclasses
-
-    from kernelseek_tui.evaluate.api import starts_beside_peers
-
-    task = load_task(TASK_DIR)
-    assert task.timing.start_beside_peers is True
-    assert task.timing.handover_uncertainty_us == 3.0
-    compared = dataclasses.replace(task, comparators=("fa3",))
-    assert starts_beside_peers(compared, compare=True)
-    assert not starts_beside_peers(compared, compare=False)
-    assert not starts_beside_peers(dataclasses.replace(compared, comparators=()), compare=True)
-    batched = dataclasses.replace(task.timing, method="batched")
-    assert not starts_beside_peers(dataclasses.replace(compared, timing=batched), compare=True)
-    alone = load_task(
-        _task_copy(tmp_path, 'perturb = ["q"] => perturb = ["q"]\nstart_beside_peers = false')
-    )
-    assert not starts_beside_peers(dataclasses.replace(alone, comparators=("fa3",)), True)
-    for n, line in enumerate(("start_beside_peers = 1", "handover_uncertainty_us = -1")):
-        (tmp_path / str(n)).mkdir()
-        with pytest.raises(TaskError, match=line.split(" ")[0]):
-            load_task(_task_copy(tmp_path / str(n), f'perturb = ["q"] => perturb = ["q"]\n{line}'))

@@ -276,9 +276,6 @@ def evaluate(
             # of these times: not the raw ones cached before it did, nor those less one figure
             # measured elsewhere (evaluate/handover_cost.py).
             baseline_key = f"{baseline_key}-net-own"
-    if starts_beside_peers(task, compare):
-        # Timed in turn with the peers, not alone: not the same figure (task.Timing says why).
-        baseline_key = f"{baseline_key}-beside-peers"
     _mark(result, "built", started)
     request = {
         "task_dir": str(task.dir),
@@ -655,17 +652,6 @@ def _signal_name(code: int | None) -> str | None:
 def _mark(result: EvalResult, milestone: str, started: float) -> None:
     """Record when the evaluation reached ``milestone`` (one of TIMELINE)."""
     result.timeline[milestone] = round(time.monotonic() - started, 3)
-
-
-def starts_beside_peers(task: Task, compare: bool) -> bool:
-    """Whether the worker times the starting kernel in turn with the peers (where they run on
-    the scenario) rather than alone."""
-    return (
-        compare
-        and bool(task.comparators)
-        and task.timing.method == "flushed"
-        and task.timing.start_beside_peers
-    )
 
 
 def _with_handover(spread: float | None, term: float) -> float | None:

@@ -1028,12 +1028,6 @@ def _peer_check(
     return notes
 
 
-def request_starts_beside_peers(ev: Evaluation) -> bool:
-    """The request's peers, where it compares, beside the starting kernel (api's rule)."""
-    timing = ev.task.timing
-    return bool(ev.peers.names) and timing.method == "flushed" and timing.start_beside_peers
-
-
 def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> float | None:
     """The starting kernel's time on this scenario (from the cache, or measured now)."""
     if ev.baseline is None:
@@ -1065,26 +1059,13 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
         if launches[i]() != 0:
             raise LaunchFailed
 
-    # The peers beside it, as they are beside the candidate (on the starting kernel's own input
-    # sets; their figures are not kept): a kernel timed alone and one timed in turn run at
-    # different clocks on a card at its power limit (task.Timing.start_beside_peers).
-    beside: list[PeerCall] = []
-    if request_starts_beside_peers(ev):
-        floats = {spec.name: value for spec, value in zip(task.floats, float_args, strict=True)}
-        beside, _ = _ready_peers(ev, sets, fields, floats)
     ev.switch("baseline")
     ev.emit({"type": "progress", "index": index, "scenario": scenario["name"], "phase": "baseline"})
     try:
         with ev.others_stopped(ev.baseline):
-            if beside:
-                calls: list[Callable[[int], None]] = [call, *beside]
-                stats = time_interleaved(
-                    cp, ev.stream, calls, n_sets, task.timing, settle=ev.settle, gate=ev.gate
-                ).stats[0]
-            else:
-                stats = time_calls(
-                    cp, ev.stream, call, n_sets, task.timing, settle=ev.settle, gate=ev.gate
-                )
+            stats = time_calls(
+                cp, ev.stream, call, n_sets, task.timing, settle=ev.settle, gate=ev.gate
+            )
     except LaunchFailed:
         return None
     stats = ev.net(stats, ev.baseline)
