@@ -117,3 +117,22 @@ def test_baseline_times_are_kept_per_gpu(tmp_path: Path) -> None:
     assert BaselineCache(tmp_path, "key", {"uuid": "GPU-aaa"}).get("s", fields) == 2.5
     assert BaselineCache(tmp_path, "key", {"uuid": "GPU-bbb"}).get("s", fields) == 2.7
     assert len(list(tmp_path.glob("key-GPU-*.json"))) == 2
+
+
+def test_the_starting_kernels_times_are_kept_per_duration_of_timing(tmp_path: Path) -> None:
+    # The quick set times for 20 ms, the task for 100 ms: a card at its power limit runs the
+    # same code faster in the short run, so one is never read for the other.
+    from kernelseek_tui.evaluate.baseline_cache import timing_tag
+    from kernelseek_tui.task import load_task
+
+    task = load_task(Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd")
+    quick, bench = timing_tag(task.timing_for("quick")), timing_tag(task.timing_for("bench"))
+    assert quick != bench and "rep_ms=20" in quick and "rep_ms=100" in bench
+    fields = {"seqlen": 8192}
+    cache = BaselineCache(tmp_path, "key", {"uuid": "GPU-aaa"})
+    cache.put("s", fields, 1.0, quick)
+    assert cache.get("s", fields, bench) is None
+    cache.put("s", fields, 1.1, bench)
+    cache.save()
+    again = BaselineCache(tmp_path, "key", {"uuid": "GPU-aaa"})
+    assert (again.get("s", fields, quick), again.get("s", fields, bench)) == (1.0, 1.1)

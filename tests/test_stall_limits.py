@@ -90,7 +90,8 @@ def test_every_quick_scenario_names_a_hang_within_30_seconds(task) -> None:
 PREAMBLE = """
 import json, os, sys, time
 from pathlib import Path
-from kernelseek_tui.evaluate.baseline_cache import BaselineCache
+from kernelseek_tui.evaluate.baseline_cache import BaselineCache, timing_tag
+from kernelseek_tui.task import load_task
 req = json.loads(sys.stdin.read())
 from kernelseek_tui.evaluate.protocol_seal import Sealer
 seal = Sealer.from_request(req)  # the judge reads only lines sealed with its key
@@ -98,7 +99,8 @@ def emit(m): print(seal.line(m), flush=True)
 device = {"name": "stand-in", "index": "0", "uuid": "GPU-standin"}
 cache = BaselineCache(Path(req["baseline_cache"]), req["baseline_key"], device)
 first = req["scenarios"][0]
-cache.put(first["name"], first["fields"], 0.05)
+durations = timing_tag(load_task(Path(req["task_dir"])).timing_for(first["set"]))
+cache.put(first["name"], first["fields"], 0.05, durations)
 cache.save()
 emit({"type": "device", **device})
 def progress(i, phase):

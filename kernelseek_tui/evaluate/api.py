@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelseek_tui.errors import KernelseekError
-from kernelseek_tui.evaluate.baseline_cache import BaselineCache
+from kernelseek_tui.evaluate.baseline_cache import BaselineCache, timing_tag
 from kernelseek_tui.evaluate.build import build, cache_root
 from kernelseek_tui.evaluate.comparators import load_module
 from kernelseek_tui.evaluate.gpu_sharing import GpuProcess, check_sharing
@@ -337,6 +337,9 @@ class _StallWatch:
     ) -> None:
         self.task, self.limits, self.request = task, limits, request
         self.fields = {p.scenario.name: p.scenario.fields for p in planned}
+        self.durations = {
+            p.scenario.name: timing_tag(task.timing_for(p.scenario.set)) for p in planned
+        }
         self.cached: dict[str, float | None] = {}
         self.flops = _scenario_flops(task, planned)
 
@@ -347,7 +350,10 @@ class _StallWatch:
         cache = BaselineCache(
             Path(self.request["baseline_cache"]), self.request["baseline_key"], device
         )
-        self.cached = {name: cache.get(name, fields) for name, fields in self.fields.items()}
+        self.cached = {
+            name: cache.get(name, fields, self.durations[name])
+            for name, fields in self.fields.items()
+        }
 
     def limit(self, scenario: str, phase: str) -> tuple[float, str]:
         call_ms, basis = expected_call_ms(

@@ -1,8 +1,10 @@
 """Times of the task's starting kernel, kept per GPU so that each evaluation need not re-time it.
 
 The starting kernel never changes within a session, and it is often the slowest thing timed.
-Entries are keyed by the starting kernel's build key, the GPU's UUID and the scenario, and say
-when they were measured; an evaluation reports whether its speedups used cached times.
+Entries are keyed by the starting kernel's build key, the GPU's UUID, the scenario and how long
+it was timed (its set's durations: a card at its power limit runs a 20 ms run faster than a
+100 ms one), and say when they were measured; an evaluation reports whether its speedups used
+cached times.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from kernelseek_tui.task import SET_TIMING_KEYS
 
 
 class BaselineCache:
@@ -26,15 +30,16 @@ class BaselineCache:
             self._entries = {}
 
     @staticmethod
-    def _key(name: str, fields: dict[str, Any]) -> str:
-        return name + "|" + ",".join(f"{k}={v}" for k, v in sorted(fields.items()))
+    def _key(name: str, fields: dict[str, Any], durations: str) -> str:
+        return name + "|" + ",".join(f"{k}={v}" for k, v in sorted(fields.items())) + durations
 
-    def get(self, name: str, fields: dict[str, Any]) -> float | None:
-        entry = self._entries.get(self._key(name, fields))
+    def get(self, name: str, fields: dict[str, Any], durations: str = "") -> float | None:
+        """The time cached for scenario ``name`` timed with ``durations`` (``timing_tag``)."""
+        entry = self._entries.get(self._key(name, fields, durations))
         return float(entry["ms"]) if entry else None
 
-    def put(self, name: str, fields: dict[str, Any], ms: float) -> None:
-        self._entries[self._key(name, fields)] = {"ms": ms, "measured": time.time()}
+    def put(self, name: str, fields: dict[str, Any], ms: float, durations: str = "") -> None:
+        self._entries[self._key(name, fields, durations)] = {"ms": ms, "measured": time.time()}
         self._dirty = True
 
     def save(self) -> None:
@@ -46,3 +51,8 @@ class BaselineCache:
             json.dump({"entries": self._entries}, out)
         os.replace(tmp, self.path)
         self._dirty = False
+
+
+def timing_tag(timing: Any) -> str:
+    """What in a Timing decides how long a scenario is timed, as part of a cache key."""
+    return "|" + ",".join(f"{key}={getattr(timing, key)}" for key in SET_TIMING_KEYS)

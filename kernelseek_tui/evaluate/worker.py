@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from kernelseek_tui.evaluate.baseline_cache import BaselineCache
+from kernelseek_tui.evaluate.baseline_cache import BaselineCache, timing_tag
 from kernelseek_tui.evaluate.buffers import GuardedTensor, allocate, fill_random, poison_output
 from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
@@ -291,9 +291,16 @@ class Evaluation:
         if request.get("baseline_is_candidate"):
             return False
         cache = self.baseline_cache
+        if cache is None:
+            return any(scenario.get("timed") for scenario in request["scenarios"])
         return any(
             scenario.get("timed")
-            and (cache is None or cache.get(scenario["name"], scenario["fields"]) is None)
+            and cache.get(
+                scenario["name"],
+                scenario["fields"],
+                timing_tag(self.task.timing_for(scenario["set"])),
+            )
+            is None
             for scenario in request["scenarios"]
         )
 
@@ -519,8 +526,8 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     for name, why in absent.items():
         result.peers[name] = PeerTiming(name=name, absent=why)
     peer_stats: dict[str, TimingStats] = {}
-    # The scenario's set may time for less long than the task (a quick set); how it times, and
-    # the starting kernel's cached timing, stay the task's.
+    # The scenario's set may time for less long than the task (a quick set); how it times stays
+    # the task's, and the starting kernel is timed for as long as this (_time_baseline).
     timing = task.timing_for(scenario["set"])
     try:
         if task.timing.method == "flushed" and (ev.paired is not None or peer_calls):
@@ -1029,11 +1036,16 @@ def _peer_check(
 
 
 def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> float | None:
-    """The starting kernel's time on this scenario (from the cache, or measured now)."""
+    """The starting kernel's time on this scenario (from the cache, or measured now), timed for
+    as long as the candidate was: its set's durations. A card at its power limit runs a short
+    run faster than a long one (an H100, 2026-12-06: the same code timed for the quick set's
+    20 ms read 5-10% faster on the long scenarios than for the task's 100 ms)."""
     if ev.baseline is None:
         return None
+    timing = ev.task.timing_for(scenario["set"])
+    durations = timing_tag(timing)
     if ev.baseline_cache is not None:
-        cached = ev.baseline_cache.get(scenario["name"], scenario["fields"])
+        cached = ev.baseline_cache.get(scenario["name"], scenario["fields"], durations)
         if cached is not None:
             return cached
     cp, task = ev.cp, ev.task
@@ -1063,15 +1075,13 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
     ev.emit({"type": "progress", "index": index, "scenario": scenario["name"], "phase": "baseline"})
     try:
         with ev.others_stopped(ev.baseline):
-            stats = time_calls(
-                cp, ev.stream, call, n_sets, task.timing, settle=ev.settle, gate=ev.gate
-            )
+            stats = time_calls(cp, ev.stream, call, n_sets, timing, settle=ev.settle, gate=ev.gate)
     except LaunchFailed:
         return None
     stats = ev.net(stats, ev.baseline)
     ev.sync("the starting kernel")
     if ev.baseline_cache is not None:
-        ev.baseline_cache.put(scenario["name"], scenario["fields"], stats.median_ms)
+        ev.baseline_cache.put(scenario["name"], scenario["fields"], stats.median_ms, durations)
     return stats.median_ms
 
 
