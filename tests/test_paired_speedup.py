@@ -176,9 +176,9 @@ def test_on_a_recorded_h100_session_only_the_real_gain_is_a_new_best(
     seq: str, new_best: bool
 ) -> None:
     # Recorded 2026-12-06 (the fixture says how): without the hand-over's uncertainty every
-    # one of these was a new best, the slower causal grid (21) included, by up to 29% on the
-    # 9 us scenario where the two processes' hand-overs differed; with it only the persistent
-    # grid (17), measured to be worth it on every long scenario, is.
+    # one of these was a new best, the slower causal grid (21) included, carried by the few-us
+    # scenarios (read 17-28% apart there, where the two processes' hand-overs differed); with
+    # it only the persistent grid (17), which gains on all but the longest scenario, is.
     plain = recorded_figures(seq, None)
     assert plain is not None and is_new_best_paired(plain.speedup, plain.spread)
     weighed = recorded_figures(seq, 3.0)

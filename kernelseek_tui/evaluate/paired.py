@@ -22,11 +22,15 @@ on an H100, 2026-12-06: one code in two processes of one run read 9.7 and 7.4 us
 scenario; docs/RELIABILITY.md, "Paired timing and the hand-over"). On a 9 us scenario that is a
 quarter of the ratio; on a 1 ms one, well under the floor. So each scenario carries a hand-over
 term, the uncertainty in microseconds over each kernel's time (``handover_terms``), and the
-mean is weighted by 1 / (term^2 + floor^2): scenarios timed more precisely than the floor count
-alike (in one process every term is 0 and the mean is the plain one), those the hand-over
-blurs count less. The term is one error for all of a process's calls, not a scatter that
-averages out, so it enters the spread as the weighted mean of the terms, added to the rounds'
-half-width.
+mean is weighted by 1 / (term^2 + WEIGHT_FLOOR^2): scenarios the hand-over blurs by less than
+about 2% count nearly alike, as the objective counts them (in one process every term is 0 and
+the mean is the plain one); those it blurs more count less, a 9 us one a thousandth as much.
+Measured on three H100 tuner sessions (2026-12-06, docs/BENCHMARKS.md "Paired timing and the
+hand-over"): a floor of 0.5% gave the longest scenario a quarter of the weight and once missed
+the persistent grid (the change that gains on most scenarios); 2% leaves the 0.25-1.5 ms
+scenarios within a factor of two of each other and took it in all three. The term is one error
+for all of a process's calls, not a scatter that averages out, so it enters the spread as the
+weighted mean of the terms, added to the rounds' half-width.
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ _T_975_LIMIT = 2.0
 # half the fixed margin of the unpaired rule (decisions.new_best_margin), since pairing
 # removes the drift that margin also had to cover.
 PAIRED_FLOOR = 0.005
+
+# A scenario whose hand-over term is below this counts nearly fully in the paired mean; one
+# above it counts as 1 / term^2 (the module's docstring).
+WEIGHT_FLOOR = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +99,7 @@ def scenario_log_ratio(ratios: Sequence[float]) -> tuple[float, float] | None:
 def paired_speedup(
     ratios_per_scenario: Sequence[Sequence[float]],
     handover_terms: Sequence[float] | None = None,
-    floor: float = PAIRED_FLOOR,
+    weight_floor: float = WEIGHT_FLOOR,
 ) -> PairedSpeedup | None:
     """The paired speedup and its spread from each timed scenario's per-round ratios
     (best_ms / candidate_ms); None when no scenario has two usable rounds.
@@ -109,7 +117,7 @@ def paired_speedup(
     measured = [(m, term) for m, term in measured if math.isfinite(term)]
     if not measured:
         return None
-    weights = [1.0 / (term * term + floor * floor) for _, term in measured]
+    weights = [1.0 / (term * term + weight_floor * weight_floor) for _, term in measured]
     total = sum(weights)
     mean_log = sum(w * mean for w, ((mean, _), _) in zip(weights, measured, strict=True)) / total
     rounds = math.sqrt(
