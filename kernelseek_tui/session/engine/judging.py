@@ -97,7 +97,11 @@ class JudgingMixin(EngineCore):
         except KernelseekError as error:
             self.record_error(f"could not pair with the best ({sha[:10]}): {error}")
             return None
-        return PairedKernel(task_dir / self._kernel_path, knobs)
+        source = task_dir / self._kernel_path
+        if not source.is_file():
+            # A starting point without the kernel (the agent is to write it): nothing to pair.
+            return None
+        return PairedKernel(source, knobs)
 
     def prepare_evaluation(self, args: dict[str, Any]) -> EvalRequest:
         """What an ``evaluate`` call asks for, checked; raises ToolError for a bad request."""
