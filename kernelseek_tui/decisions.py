@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.noise import gain_threshold, summary_noise
+from kernelseek_tui.evaluate.paired import summary_paired
 from kernelseek_tui.trace.schema import parse_attrs
 
 if TYPE_CHECKING:
@@ -130,16 +131,24 @@ class DecisionDetector:
         return self._finish_questions
 
     def observe_eval(
-        self, verdict: str, speedup: float | None = None, noise: float | None = None
+        self,
+        verdict: str,
+        speedup: float | None = None,
+        noise: float | None = None,
+        *,
+        paired_new_best: bool | None = None,
     ) -> DecisionMoment | None:
         """Count one evaluation ("pass", "fail" or "error"); a plateau or failure streak or None.
 
         ``noise``: the evaluation's measured relative noise (``summary.noise``); a speedup is a
         new best when it beats the best by more than this noise and the best's combined (the
-        engine's rule for a new best), or by ``new_best_margin`` where neither measured any."""
+        engine's rule for a new best), or by ``new_best_margin`` where neither measured any.
+        ``paired_new_best``: where the engine judged the evaluation beside the best so far, its
+        verdict, which this then takes instead (the paired rule sees what the unpaired figures,
+        timed in separate runs, cannot)."""
         if verdict not in PASSING_VERDICTS | FAILING_VERDICTS:
             raise KernelseekError(f"unknown verdict {verdict!r}; expected pass, fail or error")
-        self._count_eval(verdict, speedup, noise)
+        self._count_eval(verdict, speedup, noise, paired_new_best)
         if verdict in PASSING_VERDICTS:
             if self._stale_passes >= self.config.plateau_evals and self._cooled(PLATEAU):
                 detail = (
@@ -202,23 +211,39 @@ class DecisionDetector:
                 verdict = _field(event, "verdict")
                 # An eval row without a known verdict (an interrupted evaluation) judged nothing.
                 if verdict in PASSING_VERDICTS | FAILING_VERDICTS:
-                    detector._count_eval(verdict, _field(event, "speedup"), _eval_noise(event))
+                    detector._count_eval(
+                        verdict,
+                        _field(event, "speedup"),
+                        _eval_noise(event),
+                        _paired_new_best(event),
+                    )
             elif kind == "decision":
                 trigger = _field(event, "trigger")
                 if trigger in TRIGGERS:
                     detector._mark_fired(trigger)
         return detector
 
-    def _count_eval(self, verdict: str, speedup: float | None, noise: float | None) -> None:
+    def _count_eval(
+        self,
+        verdict: str,
+        speedup: float | None,
+        noise: float | None,
+        paired_new_best: bool | None = None,
+    ) -> None:
         self._evals += 1
         if verdict in FAILING_VERDICTS:
             self._failures_in_row += 1
             return
         self._failures_in_row = 0
         usable = speedup is not None and math.isfinite(speedup)
-        threshold = gain_threshold(noise, self._best_noise, self.config.new_best_margin)
-        if usable and speedup > self._best * (1 + threshold):  # type: ignore[operator]
-            self._best = float(speedup)  # type: ignore[arg-type]
+        if paired_new_best is not None:
+            stepped = paired_new_best
+        else:
+            threshold = gain_threshold(noise, self._best_noise, self.config.new_best_margin)
+            stepped = usable and speedup > self._best * (1 + threshold)  # type: ignore[operator]
+        if stepped:
+            if usable:  # paired, a step forward may read slower unpaired: the best stays
+                self._best = max(self._best, float(speedup))  # type: ignore[arg-type]
             self._best_noise = noise
             self._stale_passes = 0
         else:
@@ -245,6 +270,17 @@ class DecisionDetector:
 def _eval_noise(event: Event | Mapping[str, Any]) -> float | None:
     """An eval event's measured noise (attrs ``summary.noise``), where it recorded one."""
     return summary_noise(parse_attrs(_field(event, "attrs")).get("summary"))
+
+
+def _paired_new_best(event: Event | Mapping[str, Any]) -> bool | None:
+    """An eval event's new-best verdict where the engine judged it paired (its summary carries
+    a paired figure), else None: the detector's own rule decides, as it did live."""
+    attrs = parse_attrs(_field(event, "attrs"))
+    summary = attrs.get("summary")
+    new_best = attrs.get("new_best")
+    if summary_paired(summary) is None or not isinstance(new_best, bool):
+        return None
+    return new_best
 
 
 def _field(event: Event | Mapping[str, Any], name: str) -> Any:

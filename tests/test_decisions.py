@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kernelseek_tui.decisions import (
@@ -148,6 +150,36 @@ def test_replay_reads_each_evals_noise_from_its_summary() -> None:
         replayed = DecisionDetector.replay(rows, DecisionConfig(plateau_evals=2))
         assert replayed.best_speedup == 1.207  # the fixed 1% margin would have kept 1.2
         assert replayed.passes_without_new_best == 0
+
+
+def test_a_paired_verdict_decides_the_plateau_live_and_replayed() -> None:
+    # Paired, the engine's verdict stands: a step forward whose unpaired figure reads slower
+    # (another run, another clock) still resets the count; a faster-reading one the pairing
+    # refused does not.
+    detector = DecisionDetector(DecisionConfig(plateau_evals=2))
+    assert detector.observe_eval("pass", 1.06, noise=0.09, paired_new_best=False) is None
+    assert detector.passes_without_new_best == 1 and detector.best_speedup == 1.0
+    assert detector.observe_eval("pass", 0.98, noise=0.09, paired_new_best=True) is None
+    assert detector.passes_without_new_best == 0 and detector.best_speedup == 1.0
+    moment = detector.observe_eval("pass", 1.3, noise=0.001, paired_new_best=False)
+    assert moment is None and detector.passes_without_new_best == 1
+    assert detector.observe_eval("pass", 1.3, paired_new_best=False) is not None
+
+    def row(seq: int, speedup: float, new_best: bool, paired: bool) -> Event:
+        summary = {
+            "noise": 0.09,
+            **({"paired_speedup": 1.0, "paired_spread": 0.01} if paired else {}),
+        }
+        attrs = json.dumps({"summary": summary, "new_best": new_best})
+        return Event("s", seq, "eval", verdict="pass", speedup=speedup, attrs=attrs)
+
+    replayed = DecisionDetector.replay(
+        [row(0, 1.06, False, True), row(1, 0.98, True, True)], DecisionConfig(plateau_evals=2)
+    )
+    assert replayed.passes_without_new_best == 0
+    # unpaired, the recorded flag is not read: the detector's own rule decides, as it did live
+    unpaired = DecisionDetector.replay([row(0, 1.5, False, False)], DecisionConfig())
+    assert unpaired.best_speedup == 1.5 and unpaired.passes_without_new_best == 0
 
 
 def test_failed_evals_neither_count_toward_nor_break_a_plateau() -> None:

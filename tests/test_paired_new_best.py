@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelseek_tui.decisions import DecisionDetector
 from kernelseek_tui.evaluate.paired import PairedKernel, summary_paired
 from kernelseek_tui.session.state import SessionState
 from kernelseek_tui.trace.schema import Event
@@ -91,6 +92,10 @@ def test_a_paired_gain_inside_its_spread_is_no_new_best_though_fastest_unpaired(
     top_attrs = evals[at].attrs_dict()
     assert summary_paired(top_attrs["summary"]) == pytest.approx((1.6 / 1.3, 0.5))
     assert top_attrs["new_best"] is False
+    # The plateau detector, rebuilt from the trace, takes the paired verdicts too: 1.6 was no
+    # step forward for it either (the tuner raises no decisions live; a resumed session would).
+    replayed = DecisionDetector.replay(read_events(engine.session_dir))
+    assert replayed.best_speedup == pytest.approx(1.3)
 
 
 def test_a_paired_gain_outside_its_spread_is_a_new_best(tmp_path: Path) -> None:

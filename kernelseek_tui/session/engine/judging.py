@@ -211,7 +211,12 @@ class JudgingMixin(EngineCore):
         )
         moment = None
         if objective and self._decisions_enabled:
-            moment = self.detector.observe_eval(result.verdict, speedup, result.summary.noise)
+            moment = self.detector.observe_eval(
+                result.verdict,
+                speedup,
+                result.summary.noise,
+                paired_new_best=new_best if paired_speedup is not None else None,
+            )
         return ToolOutcome(text, data={"result": result, "committed": committed}), moment
 
     def commit_eval(
