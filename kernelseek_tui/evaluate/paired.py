@@ -16,12 +16,12 @@ shrinks with their number. An outlying round widens the half-width, so it errs t
 refusing, never towards accepting. The spread reported is the half-width as a relative figure.
 
 Kernels timed in processes of their own add an error the rounds cannot show: each process's
-hand-over is measured once and taken out of all its calls, and that figure is off by up to a
-few microseconds for a real kernel's call, the same way on every call of the process (measured
-on an H100, 2026-12-06: one code in two processes of one run read 9.7 and 7.4 us on a 9 us
-scenario; docs/RELIABILITY.md, "Paired timing and the hand-over"). On a 9 us scenario that is a
-quarter of the ratio; on a 1 ms one, well under the floor. So each scenario carries a hand-over
-term, the uncertainty in microseconds over each kernel's time (``handover_terms``), and the
+hand-over is measured once and taken out of all its calls, and that figure is off by up to a few
+microseconds for a real kernel's call, the same way on every call of the process (measured on an
+H100, 2026-12-06: one code in two processes of one run read 9.7 and 7.4 us on a 9 us scenario;
+docs/RELIABILITY.md, "Paired timing and the hand-over"). On a 9 us scenario that is a quarter of
+the ratio; on a 1 ms one, well under a new best's 0.5% floor. So each scenario carries a hand-
+over term, the uncertainty in microseconds over each kernel's time (``handover_terms``), and the
 mean is weighted by 1 / (term^2 + WEIGHT_FLOOR^2): scenarios the hand-over blurs by less than
 about 2% count nearly alike, as the objective counts them (in one process every term is 0 and
 the mean is the plain one); those it blurs more count less, a 9 us one a thousandth as much.
@@ -71,7 +71,7 @@ class PairedSpeedup:
     # geomean over the timed scenarios of best_ms / candidate_ms, weighted by precision (plain
     # where no hand-over blurs a scenario)
     speedup: float
-    spread: float  # relative 95% half-width of ``speedup`` (0.01: +-1%), the hand-over's part in
+    spread: float  # relative 95% half-width of ``speedup`` (0.01: +-1%), hand-over's part included
     scenarios: int  # how many scenarios the figure is over
     handover_part: float = 0.0  # of ``spread``, what the hand-over's uncertainty adds
 
@@ -109,12 +109,12 @@ def paired_speedup(
     terms = list(handover_terms) if handover_terms is not None else [0.0] * len(ratios_per_scenario)
     if len(terms) != len(ratios_per_scenario):
         raise ValueError("one hand-over term per scenario")
+    # A scenario whose term cannot be known (a time missing) cannot be weighed: left out.
     measured = [
-        (m, max(0.0, term) if math.isfinite(term) else math.inf)
+        (m, max(0.0, term))
         for m, term in zip(map(scenario_log_ratio, ratios_per_scenario), terms, strict=True)
-        if m is not None
+        if m is not None and math.isfinite(term)
     ]
-    measured = [(m, term) for m, term in measured if math.isfinite(term)]
     if not measured:
         return None
     weights = [1.0 / (term * term + weight_floor * weight_floor) for _, term in measured]
