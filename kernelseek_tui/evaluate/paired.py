@@ -20,11 +20,11 @@ hand-over is measured once and taken out of all its calls, and that figure is of
 microseconds for a real kernel's call, the same way on every call of the process (measured on an
 H100, 2026-12-06: one code in two processes of one run read 9.7 and 7.4 us on a 9 us scenario;
 docs/RELIABILITY.md, "Paired timing and the hand-over"). On a 9 us scenario that is a quarter of
-the ratio; on a 1 ms one, well under a new best's 0.5% floor. So each scenario carries a hand-
-over term, the uncertainty in microseconds over each kernel's time (``handover_terms``), and the
-mean is weighted by 1 / (term^2 + WEIGHT_FLOOR^2): scenarios the hand-over blurs by less than
-about 2% count nearly alike, as the objective counts them (in one process every term is 0 and
-the mean is the plain one); those it blurs more count less, a 9 us one a thousandth as much.
+the ratio; on a 1 ms one, well under a new best's 0.5% floor. So each scenario carries a
+hand-over term, the uncertainty in microseconds over each kernel's time (``handover_terms``),
+and the mean is weighted by 1 / (term^2 + WEIGHT_FLOOR^2): scenarios the hand-over blurs by less
+than about 2% count nearly alike, as the objective counts them (in one process every term is 0
+and the mean is the plain one); those it blurs more count less, a 9 us one a thousandth as much.
 Measured on three H100 tuner sessions (2026-12-06, docs/BENCHMARKS.md "Paired timing and the
 hand-over"): a floor of 0.5% gave the longest scenario a quarter of the weight and once missed
 the persistent grid (the change that gains on most scenarios); 2% leaves the 0.25-1.5 ms
