@@ -438,3 +438,72 @@ def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
     if unfenced.verdict != "pass":
         caught_by = ("measured call", "above the device's peak", "work outside the given stream")
         assert any(w in reasons for w in caught_by), reasons
+
+
+# A candidate's process that, after each of its calls, fills the GPU for about a millisecond on
+# a stream of its own: the work starts once the call is done and runs through the next
+# callable's turn in the interleaved run (a peer's, or the best so far's), slowing it, and ends
+# long before the candidate's own next turn, so no tail or cross-check of the candidate's sees
+# it. Unfenced it inflates every ratio over the candidate (x FA3 here); with the fence before
+# every sample (KERNELSEEK_HANDOVER=fenced, the worker's gate) each turn starts on a free GPU.
+# Written 2026-12-06 after the session's device time was spent: not yet run.
+HEAT_AFTER_CALL = r"""__global__ void ks_test_heat_after(long long ns) {
+    long long began, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(began));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - began < ns);
+}
+void test_heat_after_call() {
+    static cudaStream_t side = nullptr;
+    static cudaEvent_t done = nullptr;
+    static int sms = 0;
+    if (side == nullptr) {
+        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+        cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    }
+    cudaEventRecord(done, g_stream);
+    cudaStreamWaitEvent(side, done, 0);
+    ks_test_heat_after<<<sms * 2, 256, 0, side>>>(1000000);
+}
+std::string command_count(const std::vector<std::string> &w) {
+"""
+
+HEAT_AFTER_CALL_PATCHES = (
+    ("std::string command_count(const std::vector<std::string> &w) {\n", HEAT_AFTER_CALL),
+    (
+        "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
+        "    result = g_write_value(g_stream, g_done_counter, value, 0);\n",
+        "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
+        "    result = g_write_value(g_stream, g_done_counter, value, 0);\n"
+        "    if (g_probing == false) test_heat_after_call();\n",
+    ),
+)
+
+
+def test_a_candidate_heating_the_gpu_after_each_call_slows_no_turn_but_its_own_with_the_fence(
+    task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kernelseek_tui.evaluate.api as api
+    from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
+
+    source = TASK_DIR / "sm90.cu"
+    honest = isolated(task, source, scenarios_file=TIMED)
+    assert honest.verdict == "pass", honest.reasons
+    host = patched_host(tmp_path, "heat_after_call_host", HEAT_AFTER_CALL_PATCHES, suffix=".cu")
+    monkeypatch.setattr(api, "host_executable", lambda: host)
+    unfenced = isolated(task, source, scenarios_file=TIMED)
+    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
+    fenced = isolated(task, source, scenarios_file=TIMED)
+    vs_fa3 = [r.summary.vs_fa3 for r in (honest, unfenced, fenced)]
+    print(
+        f"x FA3 honest / heated unfenced / heated fenced: {vs_fa3}; reasons {unfenced.reasons} "
+        f"{fenced.reasons}; hand-overs {fenced.handovers_us}"
+    )
+    assert all(vs_fa3), vs_fa3
+    # What the cheat is worth unfenced: FA3's turns slowed (or the cheat caught some other way).
+    assert unfenced.verdict != "pass" or vs_fa3[1] > 1.05 * vs_fa3[0], vs_fa3
+    # With the fence before every sample it gains nothing.
+    assert fenced.verdict == "pass", fenced.reasons
+    assert vs_fa3[2] < 1.03 * vs_fa3[0], vs_fa3

@@ -503,10 +503,16 @@ def test_the_probe_runs_until_the_kernel_replaces_it_and_nothing_replaces_the_ke
 def test_the_gpu_tests_patched_hosts_still_apply_to_the_host_source() -> None:
     # Those hosts are built on the GPU box only: a change to the host that breaks a patch
     # should fail here, in CI, not in the next GPU session.
-    from test_sandbox_gpu import EARLY_DONE_PATCHES, FENCE_PROBE_PATCHES, HEATER_PATCHES
+    from test_sandbox_gpu import (
+        EARLY_DONE_PATCHES,
+        FENCE_PROBE_PATCHES,
+        HEAT_AFTER_CALL_PATCHES,
+        HEATER_PATCHES,
+    )
 
     from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE
 
     text = HOST_SOURCE.read_text()
-    for old, _new in (*EARLY_DONE_PATCHES, *HEATER_PATCHES, *FENCE_PROBE_PATCHES):
+    patches = (*EARLY_DONE_PATCHES, *HEATER_PATCHES, *FENCE_PROBE_PATCHES, *HEAT_AFTER_CALL_PATCHES)
+    for old, _new in patches:
         assert text.count(old) == 1, old

@@ -16,6 +16,7 @@ addressing); tickets only grow, so releases never need to be waited for. A gate 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 _GATE_SOURCE = r"""
@@ -34,7 +35,17 @@ extern "C" __global__ void ks_gate(const volatile unsigned long long *released,
 class StreamGate:
     """``hold()`` enqueues the gate for the next ticket; ``release()`` opens it."""
 
-    def __init__(self, cp: Any, stream: Any, timeout_ms: float = 5000.0) -> None:
+    def __init__(
+        self,
+        cp: Any,
+        stream: Any,
+        timeout_ms: float = 5000.0,
+        clear_gpu: Callable[[], None] | None = None,
+    ) -> None:
+        """``clear_gpu``: work enqueued before each gate that holds the stream until the GPU
+        is free of everything else (the judge's fence, with ``KERNELSEEK_HANDOVER=fenced``), so
+        every sample starts on a GPU no other process is using: work a kernel's process left
+        running, or started between its calls to slow the others' turns, is waited out first."""
         import numpy as np
 
         self._cp, self._stream = cp, stream
@@ -44,8 +55,11 @@ class StreamGate:
         self._released[0] = 0
         self._ticket = 0
         self._timeout_ns = int(timeout_ms * 1e6)
+        self._clear_gpu = clear_gpu
 
     def hold(self) -> None:
+        if self._clear_gpu is not None:
+            self._clear_gpu()
         self._ticket += 1
         self._kernel(
             (1,),

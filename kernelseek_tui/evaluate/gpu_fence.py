@@ -22,8 +22,15 @@ judge's empty kernel (evaluate/handover_cost.py) and taken out with it. Work the
 enqueues only after its DONE is not yet running when the fence passes, and so is not held; the
 judged call's copy still races it.
 
+Fenced, the worker also puts a fence before every sample's gate (evaluate/gate.py), outside
+the sample's events: each turn of an interleaved run (the candidate's, the best so far's, a
+peer's) starts on a GPU free of everything else, so work a kernel's process starts between its
+own calls, to slow the others' turns, is waited out first (a fence there that lets go fails the
+scenario: "the GPU was not free before a timed sample").
+
 Chosen with ``KERNELSEEK_HANDOVER=fenced`` (the counters' hand-over plus this fence); off by
-default until it has run on a GPU.
+default: its GPU test ran once (2026-12-06, an H100: a DONE written 50 us into each call gained
+nothing fenced), its cost on the bench set and the fence before every sample have not run.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import json
 import math
 import os
@@ -278,8 +279,18 @@ class Evaluation:
         )
         self.settle = self._settle if self.isolated else None
         # A kernel in another process is a pipe round trip away: each sample's start event
-        # waits behind a gate until the sample is enqueued (evaluate/gate.py).
-        self.gate = StreamGate(cp, self.stream) if self.isolated else None
+        # waits behind a gate until the sample is enqueued (evaluate/gate.py). With the fence
+        # ("fenced"), each sample also starts on a GPU free of everything else: a thread of a
+        # kernel's process that fills the GPU between its own calls, slowing the others' turns
+        # (the best so far's, the peers'), is waited out before each of them.
+        self.sample_fence: Any = None
+        clear_gpu = None
+        if self.isolated and request.get("handover") == "fenced":
+            from kernelseek_tui.evaluate.gpu_fence import GpuFence
+
+            self.sample_fence = GpuFence(cp)
+            clear_gpu = functools.partial(self.sample_fence.enqueue, self.stream)
+        self.gate = StreamGate(cp, self.stream, clear_gpu=clear_gpu) if self.isolated else None
         peers = tuple(request.get("peers", ())) if request.get("compare", True) else ()
         self.peers = standby.peers_for(self.task, peers) or PeerRunner(
             self.task.comparator_module, peers, self.stream.ptr
@@ -385,6 +396,11 @@ class Evaluation:
         finally:
             for kernel in stopped:
                 kernel.thaw()
+
+    def samples_started_on_a_free_gpu(self) -> bool:
+        """With the fence before every sample ("fenced"): whether each one found the GPU free
+        within the fence's limit (waits for the stream); always, without it."""
+        return self.sample_fence is None or not self.sample_fence.timed_out(self.stream)
 
     def net(self, stats: TimingStats, kernel: Kernel | SandboxedKernel | None) -> TimingStats:
         """``kernel``'s flushed ``stats`` less the hand-over measured in its process (the same
@@ -591,6 +607,13 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         result.reasons.append("ks_launch returned nonzero while being timed")
         return result
     ev.sync("the timed calls")
+    if not ev.samples_started_on_a_free_gpu():
+        result.passed = False
+        result.reasons.append(
+            "the GPU was not free before a timed sample: work beside the judge's held an SM "
+            "past the limit of the judge's fence"
+        )
+        return result
     seen = _replay_perturbations(ev, watch, pristine)
     # Work outside the given stream is named before any output is judged: it also makes the
     # outputs read on the stream wrong (copied before the work ends), which would hide the cause.
