@@ -72,9 +72,12 @@ def print_trace(session_dir: Path) -> None:
             print(f"        peers absent: {peers}")
         # Timed beside the session's best so far (paired timing): that gain and its spread.
         if summary.get("paired_speedup") is not None:
+            spread, handover = summary.get("paired_spread"), summary.get("paired_handover")
+            spread_text = f"{spread:.4f}" if isinstance(spread, float) else str(spread)
+            of_it = f" (hand-overs {handover:.4f})" if isinstance(handover, float) else ""
             print(
                 f"        paired with the best so far: {summary['paired_speedup']:.4f}x, "
-                f"spread {summary.get('paired_spread')}; new best: {attrs.get('new_best')}"
+                f"spread {spread_text}{of_it}; new best: {attrs.get('new_best')}"
             )
     for e in events:
         if e.kind == "commit":
