@@ -154,3 +154,15 @@ def test_hand_overs_taken_out_widen_the_noise_and_the_paired_spread() -> None:
     # the 9 us scenario's hand-overs: 3 us over 9 and over 9.9 us, in the unpaired noise too
     assert isolated.noise > in_process.noise + 0.3  # type: ignore[operator]
     assert isolated.geomean_speedup == in_process.geomean_speedup
+
+
+def test_the_summary_prints_the_speedups_noise_with_it() -> None:
+    from kernelseek_tui.evaluate.display import format_summary
+
+    noisy = EvalResult(
+        eval_id="e", verdict="pass", summary=EvalSummary(geomean_speedup=1.062, noise=0.09)
+    )
+    assert "speedup vs the starting kernel (geomean): 1.062x +- 9.0% noise" in format_summary(noisy)
+    quiet = EvalResult(eval_id="e", verdict="pass", summary=EvalSummary(geomean_speedup=1.062))
+    text = format_summary(quiet)
+    assert "speedup vs the starting kernel (geomean): 1.062x" in text and "noise" not in text

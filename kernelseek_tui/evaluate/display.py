@@ -125,8 +125,13 @@ def format_summary(result: EvalResult) -> str:
             )
         if result.mps:
             lines.append(f"GPU shared through: {result.mps}")
+    # The noise with it: where hand-overs were taken out it also holds their uncertainty, which
+    # on few-microsecond scenarios is most of it (evaluate/paired.py).
+    noise = (
+        f" +- {s.noise:.1%} noise" if s.geomean_speedup is not None and s.noise is not None else ""
+    )
     lines.append(
-        f"speedup vs the starting kernel (geomean): {_fmt(s.geomean_speedup, '.3f')}x"
+        f"speedup vs the starting kernel (geomean): {_fmt(s.geomean_speedup, '.3f')}x{noise}"
         + (f"  [{s.baseline_timing}]" if s.baseline_timing else "")
     )
     if s.geomean_tflops is not None:
