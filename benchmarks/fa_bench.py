@@ -356,6 +356,24 @@ def agreement(rows: list[dict[str, Any]], a: str, b: str, tolerance: float = 0.0
     )
 
 
+def entry_call(
+    name: str,
+    *,
+    candidates: dict[str, Candidate],
+    peers: dict[str, Any],
+    tensors: tuple[Any, ...],
+    shape: dict[str, int],
+    scale: float,
+    stream: int,
+) -> Any:
+    """The entry ``name`` (a candidate, or a peer) as a callable on ``tensors`` (q, k, v, out,
+    lse) of ``shape``."""
+    if name in candidates:
+        return candidates[name].bind(list(tensors), shape, scale, stream)
+    q, k, v = tensors[:3]
+    return functools.partial(peers[name], q, k, v, scale, bool(shape["causal"]))
+
+
 def geomean(values: list[float]) -> float | None:
     values = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
@@ -472,13 +490,17 @@ def main() -> int:
         causal = bool(shape["causal"])
         work = flops(shape)
         row: dict[str, Any] = dict(shape)
+        call_of = functools.partial(
+            entry_call,
+            candidates=by_name,
+            peers=others,
+            tensors=(q, k, v, out, lse),
+            shape=shape,
+            scale=scale,
+            stream=stream,
+        )
         if args.in_turn:
-            calls = [
-                by_name[n].bind([q, k, v, out, lse], shape, scale, stream)
-                if n in by_name
-                else functools.partial(others[n], q, k, v, scale, causal)
-                for n in entries
-            ]
+            calls = [call_of(n) for n in entries]
             medians, in_turn = time_in_turn(calls, task.timing)
             for n, ms in zip(entries, medians, strict=True):
                 row[f"{n}@turn"] = work / (ms * 1e-3) / 1e12
@@ -488,12 +510,7 @@ def main() -> int:
                     per_round = in_turn.ratios(fa3_at, entries.index(c.name))
                     row[f"{c.name}@turn/fa3"] = statistics.median(per_round)
         if args.dobench_turn:
-            calls = [
-                by_name[n].bind([q, k, v, out, lse], shape, scale, stream)
-                if n in by_name
-                else functools.partial(others[n], q, k, v, scale, causal)
-                for n in entries
-            ]
+            calls = [call_of(n) for n in entries]
             windows = time_dobench_in_turn(calls, args.dobench_turn, args.warmup, args.rep)
             for n, medians in zip(entries, windows, strict=True):
                 row[f"{n}@dbturn"] = work / (statistics.median(medians) * 1e-3) / 1e12
@@ -508,11 +525,7 @@ def main() -> int:
                 continue  # timed above, all together
             if "@" in name and name.split("@")[1] in JUDGE_METHODS:
                 base, mode = name.split("@")
-                if base in by_name:
-                    call = by_name[base].bind([q, k, v, out, lse], shape, scale, stream)
-                else:
-                    call = functools.partial(others[base], q, k, v, scale, causal)
-                ms = time_by_judge(call, task.timing, JUDGE_METHODS[mode])
+                ms = time_by_judge(call_of(base), task.timing, JUDGE_METHODS[mode])
                 row[name] = work / (ms * 1e-3) / 1e12
                 continue
             if "@" in name:

@@ -13,6 +13,7 @@ from benchmarks.fa_bench import (
     agreement,
     bench_shapes,
     candidate_names,
+    entry_call,
     time_dobench_in_turn,
     turn_order,
 )
@@ -87,3 +88,23 @@ def test_do_bench_in_turn_times_each_call_once_a_round_forward_then_reversed(
     medians = time_dobench_in_turn([timed("a", 1.0), timed("b", 2.0)], 4, 25, 100)
     assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]
     assert medians == [[1.0] * 4, [2.0] * 4]
+
+
+def test_an_entry_is_a_candidates_binding_or_a_peer_on_the_shapes_tensors() -> None:
+    class Bound:
+        def bind(self, tensors, shape, scale, stream):
+            return ("bound", tuple(tensors), shape["causal"], scale, stream)
+
+    def peer(q, k, v, scale, causal):
+        return ("peer", q, k, v, scale, causal)
+
+    common = {
+        "candidates": {"v1": Bound()},
+        "peers": {"fa3": peer},
+        "tensors": ("q", "k", "v", "out", "lse"),
+        "shape": {"causal": 1},
+        "scale": 0.5,
+        "stream": 7,
+    }
+    assert entry_call("v1", **common) == ("bound", ("q", "k", "v", "out", "lse"), 1, 0.5, 7)
+    assert entry_call("fa3", **common)() == ("peer", "q", "k", "v", 0.5, True)
