@@ -211,11 +211,12 @@ class DecisionDetector:
                 verdict = _field(event, "verdict")
                 # An eval row without a known verdict (an interrupted evaluation) judged nothing.
                 if verdict in PASSING_VERDICTS | FAILING_VERDICTS:
+                    attrs = parse_attrs(_field(event, "attrs"))  # read once for both
                     detector._count_eval(
                         verdict,
                         _field(event, "speedup"),
-                        _eval_noise(event),
-                        _paired_new_best(event),
+                        summary_noise(attrs.get("summary")),
+                        _paired_new_best(attrs),
                     )
             elif kind == "decision":
                 trigger = _field(event, "trigger")
@@ -267,18 +268,12 @@ class DecisionDetector:
             self._finish_questions += 1
 
 
-def _eval_noise(event: Event | Mapping[str, Any]) -> float | None:
-    """An eval event's measured noise (attrs ``summary.noise``), where it recorded one."""
-    return summary_noise(parse_attrs(_field(event, "attrs")).get("summary"))
-
-
-def _paired_new_best(event: Event | Mapping[str, Any]) -> bool | None:
-    """An eval event's new-best verdict where the engine judged it paired (its summary carries
-    a paired figure), else None: the detector's own rule decides, as it did live."""
-    attrs = parse_attrs(_field(event, "attrs"))
-    summary = attrs.get("summary")
+def _paired_new_best(attrs: Mapping[str, Any]) -> bool | None:
+    """An eval event's new-best verdict (from its parsed attrs) where the engine judged it
+    paired (its summary carries a paired figure), else None: the detector's own rule decides,
+    as it did live."""
     new_best = attrs.get("new_best")
-    if summary_paired(summary) is None or not isinstance(new_best, bool):
+    if summary_paired(attrs.get("summary")) is None or not isinstance(new_best, bool):
         return None
     return new_best
 
