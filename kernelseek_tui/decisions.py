@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.noise import gain_threshold, summary_noise
-from kernelseek_tui.evaluate.paired import summary_paired
+from kernelseek_tui.evaluate.paired import eval_paired_new_best
 from kernelseek_tui.trace.schema import parse_attrs
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ class DecisionDetector:
                         verdict,
                         _field(event, "speedup"),
                         summary_noise(attrs.get("summary")),
-                        _paired_new_best(attrs),
+                        eval_paired_new_best(attrs),
                     )
             elif kind == "decision":
                 trigger = _field(event, "trigger")
@@ -266,16 +266,6 @@ class DecisionDetector:
             self._failures_in_row = 0
         elif trigger == FINISH_REQUEST:
             self._finish_questions += 1
-
-
-def _paired_new_best(attrs: Mapping[str, Any]) -> bool | None:
-    """An eval event's new-best verdict (from its parsed attrs) where the engine judged it
-    paired (its summary carries a paired figure), else None: the detector's own rule decides,
-    as it did live."""
-    new_best = attrs.get("new_best")
-    if summary_paired(attrs.get("summary")) is None or not isinstance(new_best, bool):
-        return None
-    return new_best
 
 
 def _field(event: Event | Mapping[str, Any], name: str) -> Any:

@@ -614,7 +614,7 @@ class Reporter:
         kind = event.kind
         if kind == "eval":
             speed = "n/a" if event.speedup is None else f"{event.speedup:.3f}x"
-            best = "n/a" if event.best_speedup is None else f"{event.best_speedup:.3f}x"
+            best = "the start" if event.best_speedup is None else f"{event.best_speedup:.3f}x"
             return (
                 f"[{event.seq}] eval {event.verdict} {event.scenarios_passed}/"
                 f"{event.scenarios_total}  speedup {speed}  best {best}" + _gpu_of(event)

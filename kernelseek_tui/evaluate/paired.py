@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # Student's t at 0.975 by degrees of freedom, for the few rounds of a slow kernel; beyond the
 # table it is rounded up to the value at the next tabulated step, so it never understates.
@@ -161,3 +162,13 @@ def summary_paired(summary: object) -> tuple[float, float] | None:
     if all(isinstance(f, int | float) and math.isfinite(f) for f in figures):
         return float(speedup), float(spread)  # type: ignore[arg-type]
     return None
+
+
+def eval_paired_new_best(attrs: Mapping[str, Any]) -> bool | None:
+    """An eval event's new-best verdict (from its parsed attrs) where the engine judged it
+    paired with the best so far (its summary carries a paired figure), else None: there the
+    reader's own unpaired rule decides, as the engine's did."""
+    new_best = attrs.get("new_best")
+    if summary_paired(attrs.get("summary")) is None or not isinstance(new_best, bool):
+        return None
+    return new_best

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelseek_tui.evaluate.noise import summary_noise
+from kernelseek_tui.evaluate.paired import eval_paired_new_best
 from kernelseek_tui.trace.schema import Event
 
 # attrs["action"] of the control events that open a run of the engine (a start or a resume).
@@ -70,7 +71,9 @@ class SessionState:
         elif kind == "eval":
             self.evals += 1
             if attrs.get("objective") and attrs.get("verified", event.verdict == "pass"):
-                best = better(self.best_speedup, event.speedup)
+                best = best_after(
+                    self.best_speedup, event.speedup, paired_new_best=eval_paired_new_best(attrs)
+                )
                 if best is not None and best != self.best_speedup:
                     self.best_noise = summary_noise(attrs.get("summary"))
                 self.best_speedup = best
@@ -101,6 +104,22 @@ class SessionState:
             "cost_usd": round(self.cost_usd, 6) if self.model_calls else None,
             "questions": self.questions,
         }
+
+
+def best_after(
+    previous: float | None, speedup: float | None, *, paired_new_best: bool | None
+) -> float | None:
+    """The session's best speedup once a verified evaluation of the objective gave ``speedup``.
+    Judged unpaired (``paired_new_best`` None), the larger of the two. Judged paired with the
+    best so far, the candidate's own speedup if that run found it faster than the best, else
+    the best's as it was: a higher unpaired figure from another process is not a faster
+    kernel (an H100 tuner session, 2026-12-06, read 1.100x for a candidate its paired run put
+    2.4% behind the best), and the best shown must be the candidate the judge kept."""
+    if paired_new_best is None:
+        return better(previous, speedup)
+    if paired_new_best and speedup is not None and math.isfinite(speedup):
+        return speedup
+    return previous
 
 
 def better(best: float | None, value: float | None) -> float | None:

@@ -55,7 +55,10 @@ def summary_text(
     if summary.absent_peers:
         absent = ", ".join(f"{k} ({v})" for k, v in sorted(summary.absent_peers.items()))
         lines.append(f"peers not measured: {absent}")
-    lines.append(f"best verified speedup so far: {fmt_ratio(best)}")
+    # The best the judge kept (a figure read paired with the best can keep a higher unpaired
+    # one out); none yet: the starting kernel, 1.0x by definition.
+    kept = fmt_ratio(best) if best is not None else "1.000x (the starting kernel)"
+    lines.append(f"best verified speedup so far: {kept}")
     if committed is not None:
         label = f"candidate {committed.number}" if committed.number else "the start commit"
         if committed.attached:

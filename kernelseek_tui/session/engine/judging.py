@@ -19,7 +19,7 @@ from kernelseek_tui.session.engine.evaluation import Committed
 from kernelseek_tui.session.eval_files import save_result
 from kernelseek_tui.session.evaluator import PairingEvaluator, candidate_sha, pairs_with_best
 from kernelseek_tui.session.knobs import KNOBS_FILE, check_knobs, read_knobs, write_knobs
-from kernelseek_tui.session.state import better
+from kernelseek_tui.session.state import best_after
 from kernelseek_tui.session.tools import ToolError, ToolOutcome
 from kernelseek_tui.task import Task
 from kernelseek_tui.trace.schema import Event
@@ -150,8 +150,6 @@ class JudgingMixin(EngineCore):
         speedup = evaluation.finite_or_none(result.summary.geomean_speedup)
         vs_fa3 = evaluation.finite_or_none(result.summary.vs_fa3)
         previous_best = self.state.best_speedup
-        best = better(previous_best, speedup) if objective and verified else None
-        best = best if best is not None else previous_best
         # Every verified evaluation of the objective is kept in git; faster than the starting
         # kernel (1.0x by definition) and every verified candidate before it is a new best.
         will_commit = objective and verified
@@ -160,6 +158,7 @@ class JudgingMixin(EngineCore):
         # (the gain outside the spread of that same run); otherwise against the best's figure.
         paired_speedup = evaluation.finite_or_none(result.summary.paired_speedup)
         paired_spread = evaluation.finite_or_none(result.summary.paired_spread)
+        paired = paired_speedup is not None and paired_spread is not None
         if paired_speedup is not None and paired_spread is not None:
             new_best = will_commit and is_new_best_paired(paired_speedup, paired_spread)
         else:
@@ -169,6 +168,13 @@ class JudgingMixin(EngineCore):
                 margin,
                 noise=result.summary.noise,
                 previous_noise=self.state.best_noise,
+            )
+        best = previous_best
+        if will_commit:
+            best = best_after(
+                previous_best,
+                speedup,
+                paired_new_best=new_best if paired else None,
             )
         result_file = save_result(self.paths.dir, f"{call.seq}-{result.eval_id}", result)
         eval_event = self._append(
@@ -215,7 +221,7 @@ class JudgingMixin(EngineCore):
                 result.verdict,
                 speedup,
                 result.summary.noise,
-                paired_new_best=new_best if paired_speedup is not None else None,
+                paired_new_best=new_best if paired else None,
             )
         return ToolOutcome(text, data={"result": result, "committed": committed}), moment
 
