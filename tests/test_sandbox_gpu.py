@@ -443,10 +443,11 @@ def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
 # A candidate's process that, after each of its calls, fills the GPU for about a millisecond on
 # a stream of its own: the work starts once the call is done and runs through the next
 # callable's turn in the interleaved run (a peer's, or the best so far's), slowing it, and ends
-# long before the candidate's own next turn, so no tail or cross-check of the candidate's sees
-# it. Unfenced it inflates every ratio over the candidate (x FA3 here); with the fence before
-# every sample (KERNELSEEK_HANDOVER=fenced, the worker's gate) each turn starts on a free GPU.
-# Written 2026-12-06 after the session's device time was spent: not yet run.
+# long before the candidate's own next turn, so no tail of the candidate's sees it. Unfenced the
+# judged call's cross-check (wall time per call against the stream's) catches it (H100,
+# 2026-12-06, twice); with the fence before every sample (KERNELSEEK_HANDOVER=fenced, the
+# worker's gate) each turn starts on a free GPU, and the cheat must gain nothing over the same
+# code fenced without it.
 HEAT_AFTER_CALL = r"""__global__ void ks_test_heat_after(long long ns) {
     long long began, now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(began));
@@ -489,21 +490,32 @@ def test_a_candidate_heating_the_gpu_after_each_call_slows_no_turn_but_its_own_w
     from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
 
     source = TASK_DIR / "sm90.cu"
-    honest = isolated(task, source, scenarios_file=TIMED)
-    assert honest.verdict == "pass", honest.reasons
     host = patched_host(tmp_path, "heat_after_call_host", HEAT_AFTER_CALL_PATCHES, suffix=".cu")
     monkeypatch.setattr(api, "host_executable", lambda: host)
     unfenced = isolated(task, source, scenarios_file=TIMED)
     monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
     fenced = isolated(task, source, scenarios_file=TIMED)
-    vs_fa3 = [r.summary.vs_fa3 for r in (honest, unfenced, fenced)]
+    # The same code fenced, without the heater: what the fence alone does to x FA3.
+    monkeypatch.undo()
+    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
+    honest_fenced = isolated(task, source, scenarios_file=TIMED)
+    vs_fa3 = {
+        "honest fenced": honest_fenced.summary.vs_fa3,
+        "heated unfenced": unfenced.summary.vs_fa3,
+        "heated fenced": fenced.summary.vs_fa3,
+    }
     print(
-        f"x FA3 honest / heated unfenced / heated fenced: {vs_fa3}; reasons {unfenced.reasons} "
-        f"{fenced.reasons}; hand-overs {fenced.handovers_us}"
+        f"x FA3 {vs_fa3}; reasons unfenced {unfenced.reasons}, fenced {fenced.reasons}; "
+        f"hand-overs honest fenced {honest_fenced.handovers_us}, heated fenced "
+        f"{fenced.handovers_us}"
     )
-    assert all(vs_fa3), vs_fa3
+    assert honest_fenced.verdict == "pass", honest_fenced.reasons
+    honest = vs_fa3["honest fenced"]
+    assert honest is not None
     # What the cheat is worth unfenced: FA3's turns slowed (or the cheat caught some other way).
-    assert unfenced.verdict != "pass" or vs_fa3[1] > 1.05 * vs_fa3[0], vs_fa3
-    # With the fence before every sample it gains nothing.
+    heated_unfenced = vs_fa3["heated unfenced"]
+    assert unfenced.verdict != "pass" or (heated_unfenced or 0) > 1.05 * honest, vs_fa3
+    # With the fence before every sample it gains nothing over the same code fenced.
     assert fenced.verdict == "pass", fenced.reasons
-    assert vs_fa3[2] < 1.03 * vs_fa3[0], vs_fa3
+    heated_fenced = vs_fa3["heated fenced"]
+    assert heated_fenced is not None and heated_fenced < 1.03 * honest, vs_fa3
