@@ -495,9 +495,12 @@ def test_a_candidate_heating_the_gpu_after_each_call_slows_no_turn_but_its_own_w
     unfenced = isolated(task, source, scenarios_file=TIMED)
     monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
     fenced = isolated(task, source, scenarios_file=TIMED)
-    # The same code fenced, without the heater: what the fence alone does to x FA3.
-    monkeypatch.undo()
-    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
+    # The same code fenced in a host built the same way (nvcc, the heater compiled in) that
+    # never starts the heater: what the fence and the build alone do to x FA3.
+    control = patched_host(
+        tmp_path, "heater_never_called_host", HEAT_AFTER_CALL_PATCHES[:1], suffix=".cu"
+    )
+    monkeypatch.setattr(api, "host_executable", lambda: control)
     honest_fenced = isolated(task, source, scenarios_file=TIMED)
     vs_fa3 = {
         "honest fenced": honest_fenced.summary.vs_fa3,
@@ -507,7 +510,8 @@ def test_a_candidate_heating_the_gpu_after_each_call_slows_no_turn_but_its_own_w
     print(
         f"x FA3 {vs_fa3}; reasons unfenced {unfenced.reasons}, fenced {fenced.reasons}; "
         f"hand-overs honest fenced {honest_fenced.handovers_us}, heated fenced "
-        f"{fenced.handovers_us}"
+        f"{fenced.handovers_us}; ms honest fenced / heated fenced "
+        f"{[(a.ms, b.ms) for a, b in zip(honest_fenced.scenarios, fenced.scenarios, strict=True)]}"
     )
     assert honest_fenced.verdict == "pass", honest_fenced.reasons
     honest = vs_fa3["honest fenced"]
