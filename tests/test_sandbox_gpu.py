@@ -523,3 +523,66 @@ def test_a_candidate_heating_the_gpu_after_each_call_slows_no_turn_but_its_own_w
     assert fenced.verdict == "pass", fenced.reasons
     heated_fenced = vs_fa3["heated fenced"]
     assert heated_fenced is not None and heated_fenced < 1.03 * honest, vs_fa3
+
+
+# A lighter cousin of the heater above: after each call, one warp spins 20 us on a stream of its
+# own. Too short for the tail or the cross-check to name (1 ms of slack), and it keeps the
+# process's side of the GPU busy between calls. The question it asks (2026-12-06, after the
+# heater read 2.6-5.2% fast fenced): does work a process does after its calls lower that
+# process's real hand-over below the one measured with the judge's probe, before the kernel was
+# loaded? The judge takes the probe's figure out of every call, so a lower real one reads fast.
+KEEP_ALIVE = r"""__global__ void ks_test_keep_alive(long long ns) {
+    long long began, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(began));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - began < ns);
+}
+void test_keep_alive() {
+    static cudaStream_t side = nullptr;
+    static cudaEvent_t done = nullptr;
+    if (side == nullptr) {
+        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+        cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    }
+    cudaEventRecord(done, g_stream);
+    cudaStreamWaitEvent(side, done, 0);
+    ks_test_keep_alive<<<1, 32, 0, side>>>(20000);
+}
+std::string command_count(const std::vector<std::string> &w) {
+"""
+
+KEEP_ALIVE_PATCHES = (
+    ("std::string command_count(const std::vector<std::string> &w) {\n", KEEP_ALIVE),
+    (
+        HEAT_AFTER_CALL_PATCHES[1][0],
+        HEAT_AFTER_CALL_PATCHES[1][0] + "    if (g_probing == false) test_keep_alive();\n",
+    ),
+)
+
+
+def test_a_process_kept_busy_after_each_call_reads_no_faster_than_the_same_build_idle(
+    task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kernelseek_tui.evaluate.api as api
+
+    source = TASK_DIR / "sm90.cu"
+    idle = patched_host(tmp_path, "keep_alive_never_called", KEEP_ALIVE_PATCHES[:1], suffix=".cu")
+    busy = patched_host(tmp_path, "keep_alive_host", KEEP_ALIVE_PATCHES, suffix=".cu")
+    runs = {}
+    for name, host in (("idle", idle), ("busy", busy), ("idle again", idle), ("busy again", busy)):
+        monkeypatch.setattr(api, "host_executable", lambda host=host: host)
+        runs[name] = isolated(task, source, scenarios_file=TIMED)
+    print(
+        "x FA3, ms, hand-overs (us): "
+        + "; ".join(
+            f"{name} {r.verdict} {r.summary.vs_fa3} {[s.ms for s in r.scenarios]} "
+            f"{r.handovers_us} {r.reasons}"
+            for name, r in runs.items()
+        )
+    )
+    for name in ("idle", "idle again"):
+        assert runs[name].verdict == "pass", runs[name].reasons
+    idle_fa3 = max(runs["idle"].summary.vs_fa3 or 0, runs["idle again"].summary.vs_fa3 or 0)
+    for name in ("busy", "busy again"):
+        assert runs[name].verdict != "pass" or (runs[name].summary.vs_fa3 or 0) < 1.03 * idle_fa3

@@ -508,11 +508,18 @@ def test_the_gpu_tests_patched_hosts_still_apply_to_the_host_source() -> None:
         FENCE_PROBE_PATCHES,
         HEAT_AFTER_CALL_PATCHES,
         HEATER_PATCHES,
+        KEEP_ALIVE_PATCHES,
     )
 
     from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE
 
     text = HOST_SOURCE.read_text()
-    patches = (*EARLY_DONE_PATCHES, *HEATER_PATCHES, *FENCE_PROBE_PATCHES, *HEAT_AFTER_CALL_PATCHES)
+    patches = (
+        *EARLY_DONE_PATCHES,
+        *HEATER_PATCHES,
+        *FENCE_PROBE_PATCHES,
+        *HEAT_AFTER_CALL_PATCHES,
+        *KEEP_ALIVE_PATCHES,
+    )
     for old, _new in patches:
         assert text.count(old) == 1, old
