@@ -539,18 +539,25 @@ void test_keep_alive() {
     }
     cudaEventRecord(done, g_stream);
     cudaStreamWaitEvent(side, done, 0);
-    ks_test_keep_alive<<<1, 32, 0, side>>>(20000);
+    ks_test_keep_alive<<<1, 32, 0, side>>>(KEEP_ALIVE_NS);
 }
 std::string command_count(const std::vector<std::string> &w) {
 """
 
-KEEP_ALIVE_PATCHES = (
-    ("std::string command_count(const std::vector<std::string> &w) {\n", KEEP_ALIVE),
-    (
-        HEAT_AFTER_CALL_PATCHES[1][0],
-        HEAT_AFTER_CALL_PATCHES[1][0] + "    if (g_probing == false) test_keep_alive();\n",
-    ),
-)
+
+def keep_alive_patches(ns: int | None) -> tuple[tuple[str, str], ...]:
+    """The host with one warp spinning ``ns`` nanoseconds on a side stream after each of its
+    kernel's calls; ``ns`` None: the same build with the spin compiled in and never started
+    (benchmarks/keep_alive_sweep.py sweeps ``ns``)."""
+    define = KEEP_ALIVE.replace("KEEP_ALIVE_NS", str(ns or 0))
+    patches = (("std::string command_count(const std::vector<std::string> &w) {\n", define),)
+    if ns is None:
+        return patches
+    done = HEAT_AFTER_CALL_PATCHES[1][0]
+    return (*patches, (done, done + "    if (g_probing == false) test_keep_alive();\n"))
+
+
+KEEP_ALIVE_PATCHES = keep_alive_patches(20000)
 
 
 @pytest.mark.xfail(
@@ -565,7 +572,7 @@ def test_a_process_kept_busy_after_each_call_reads_no_faster_than_the_same_build
     import kernelseek_tui.evaluate.api as api
 
     source = TASK_DIR / "sm90.cu"
-    idle = patched_host(tmp_path, "keep_alive_never_called", KEEP_ALIVE_PATCHES[:1], suffix=".cu")
+    idle = patched_host(tmp_path, "keep_alive_never_called", keep_alive_patches(None), suffix=".cu")
     busy = patched_host(tmp_path, "keep_alive_host", KEEP_ALIVE_PATCHES, suffix=".cu")
     runs = {}
     for name, host in (("idle", idle), ("busy", busy), ("idle again", idle), ("busy again", busy)):
