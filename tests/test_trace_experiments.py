@@ -131,3 +131,41 @@ def test_a_root_that_is_an_experiment_has_its_rows_too(root: Path) -> None:
     assert [(r["session_id"], r["arm"]) for r in rows] == [
         ("ab-off-1", "off"), ("ab-off-2", "off"), ("ab-on-1", "questions"),
     ]  # fmt: skip
+
+
+def paired_evaluation(
+    speedup: float, vs_fa3: float, paired: float, new_best: bool, best: float | None
+) -> dict[str, Any]:
+    """An objective evaluation judged paired with the best so far, as the engine records it:
+    its new-best verdict in attrs, the best it kept in ``best_speedup``."""
+    summary = {"paired_speedup": paired, "paired_spread": 0.0138}
+    row = evaluation(speedup, vs_fa3, summary=summary, new_best=new_best)
+    return {**row, "best_speedup": best}
+
+
+# The H100 tuner session of 2026-12-06 (13:50 UTC), in short: the start's own knobs, then
+# PERSISTENT 0 -> 1 (kept), then D64_CONSUMERS 0 -> 2, 1.100x unpaired but 0.976 paired.
+PAIRED = [
+    call(), paired_evaluation(0.994, 0.977, 1.0013, False, None),
+    call(), paired_evaluation(1.089, 1.068, 1.0229, True, 1.089),
+    call(), paired_evaluation(1.100, 1.077, 0.9763, False, 1.089),
+]  # fmt: skip
+NONE_KEPT = [call(), paired_evaluation(1.055, 1.025, 0.9997, False, None)]
+
+
+def test_judged_paired_the_best_is_the_candidate_the_engine_kept(tmp_path: Path) -> None:
+    study = tmp_path / "study"
+    write_session(study / "paired-1", PAIRED, mode="off")
+    write_session(study / "paired-2", NONE_KEPT, mode="off")
+    planned = [{"session_id": s, "arm": "off"} for s in ("paired-1", "paired-2")]
+    (study / EXPERIMENT_FILE).write_text(json.dumps({"name": "study", "sessions": planned}))
+    rows = {r["session_id"]: r for r in TraceStore(tmp_path).query("SELECT * FROM experiments")
+            .to_pylist()}  # fmt: skip
+    # Not the 1.100x a later evaluation read unpaired, nor its vs FA3.
+    assert (rows["paired-1"]["best_speedup"], rows["paired-1"]["vs_fa3"]) == (1.089, 1.068)
+    # None kept: the starting kernel is still the best, whatever the unpaired figure read.
+    assert (rows["paired-2"]["best_speedup"], rows["paired-2"]["vs_fa3"]) == (1.0, None)
+    for session_id, row in rows.items():
+        table = read_session(study / session_id, columns=COLUMNS)
+        metrics = session_metrics(table.to_pylist(), session_id=session_id, arm="off")
+        assert (metrics.final_best, metrics.final_vs_fa3) == (row["best_speedup"], row["vs_fa3"])

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelseek_tui.evaluate.paired import eval_paired_new_best
 from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.trace.queries import DEFAULT_K, DEFAULT_THRESHOLD
 from kernelseek_tui.trace.schema import parse_attrs
 
 COLUMNS = [
     "seq", "ts", "kind", "verdict", "speedup", "vs_fa3", "question_id", "question_text",
-    "source", "cost_usd", "attrs", "candidate_sha", "git_sha", "tool_name",
+    "source", "cost_usd", "attrs", "candidate_sha", "git_sha", "tool_name", "best_speedup",
 ]  # fmt: skip
 
 
@@ -117,6 +118,7 @@ def session_metrics(
     calls = evals = 0
     best, best_fa3 = 1.0, None
     fastest = -math.inf  # the fastest verified candidate so far, whose vs FA3 is reported
+    last_recorded: float | None = None  # the engine's last recorded best (``best_speedup``)
     cost: float | None = None
     start = rows[0]["ts"] if rows else None
     curve: list[CurvePoint] = []
@@ -158,12 +160,22 @@ def session_metrics(
                     jump_list.append(
                         Jump(row["seq"], calls, best, speedup, near[-1] if near else None)
                     )
-                # vs FA3 is the fastest candidate's own ratio, not the highest ratio seen: that
+                # vs FA3 is the best candidate's own ratio, not the highest ratio seen: that
                 # would pick whichever evaluation timed FA3 slowest.
                 fa3 = row.get("vs_fa3")
-                if _finite(fa3) and speedup > fastest:
-                    fastest, best_fa3 = speedup, fa3
-                best = max(best, speedup)
+                recorded = row.get("best_speedup")
+                if recorded is not None and _finite(recorded):
+                    # The engine's own record (judged paired: the candidate it kept, not the
+                    # highest unpaired figure); the evaluation that set it gives vs FA3.
+                    if recorded != last_recorded and recorded == speedup:
+                        best_fa3 = fa3 if _finite(fa3) else None
+                    last_recorded = recorded
+                    best = max(1.0, float(recorded))
+                elif last_recorded is None and eval_paired_new_best(attrs) is None:
+                    if _finite(fa3) and speedup > fastest:
+                        fastest, best_fa3 = speedup, fa3
+                    best = max(best, speedup)
+                # else: judged paired with no candidate kept yet (or after a record): unchanged
             curve.append(
                 CurvePoint(calls, seconds, evals, best, best_fa3,
                            speedup if passed else None, passed, row["seq"])

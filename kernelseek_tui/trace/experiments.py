@@ -35,10 +35,12 @@ EXPERIMENT_SESSIONS_SCHEMA = pa.schema(
 )
 
 # One row per planned session, numbers read the way `kernelseek compare` reads them: the best
-# speedup of the verified objective evaluations (1.0, the starting kernel, when none beat it),
-# their best vs FA3, tool calls that ran (a skipped call is not one), new commits (not an
-# evaluation attached to the commit it re-measured), dollars and the wall time of the trace.
-# A planned session not started yet has its row with no numbers.
+# speedup of the verified objective evaluations (1.0, the starting kernel, when none beat it):
+# the engine's own record of it where the trace has one (`best_speedup`; judged paired, the
+# candidate it kept, not the highest unpaired figure), else the highest; that best's own vs FA3,
+# tool calls that ran (a skipped call is not one), new commits (not an evaluation attached to
+# the commit it re-measured), dollars and the wall time of the trace. A planned session not
+# started yet has its row with no numbers.
 EXPERIMENTS_VIEW = """
 CREATE VIEW _experiment_events AS
 SELECT e.*,
@@ -49,14 +51,34 @@ SELECT e.*,
 FROM events AS e
 WHERE e.session_id IN (SELECT session_id FROM _experiment_sessions);
 
+-- Per session: the engine's last recorded best, whether any evaluation was judged paired (then
+-- no record means no candidate kept yet, not a trace without records), and the fastest.
+CREATE VIEW _experiment_best AS
+SELECT session_id,
+       arg_max(best_speedup, seq) FILTER (
+           WHERE verified_objective AND isfinite(best_speedup)) AS recorded,
+       coalesce(bool_or(verified_objective AND TRY_CAST(
+           json_extract_string(attrs, '$.summary.paired_speedup') AS DOUBLE) IS NOT NULL),
+           false) AS paired,
+       max(speedup) FILTER (WHERE verified_objective) AS fastest
+FROM _experiment_events
+GROUP BY session_id;
+
 CREATE VIEW experiments AS
 SELECT x.experiment, x.arm, x.session_id, x.questions_mode, s.status,
        CASE WHEN count(e.seq) > 0 THEN greatest(1.0, coalesce(
-           max(e.speedup) FILTER (WHERE e.verified_objective), 1.0)) END AS best_speedup,
-       -- the fastest candidate's own vs FA3, the first of equals (not the highest ratio any
-       -- evaluation gave: that would pick whichever timed FA3 slowest)
-       arg_max(e.vs_fa3, (e.speedup, -e.seq)) FILTER (
-           WHERE e.verified_objective AND isfinite(e.vs_fa3) AND isfinite(e.speedup)) AS vs_fa3,
+           any_value(b.recorded), CASE WHEN any_value(b.paired) THEN 1.0 END,
+           any_value(b.fastest), 1.0)) END AS best_speedup,
+       -- that best's own vs FA3, the first of equals (not the highest ratio any evaluation
+       -- gave: that would pick whichever timed FA3 slowest); where recorded, of the
+       -- evaluation that set the record
+       CASE WHEN any_value(b.recorded) IS NOT NULL THEN arg_min(e.vs_fa3, e.seq) FILTER (
+                WHERE e.verified_objective AND isfinite(e.vs_fa3)
+                  AND e.speedup = e.best_speedup AND e.speedup = b.recorded)
+            WHEN NOT coalesce(any_value(b.paired), false) THEN arg_max(
+                e.vs_fa3, (e.speedup, -e.seq)) FILTER (WHERE e.verified_objective
+                AND isfinite(e.vs_fa3) AND isfinite(e.speedup))
+       END AS vs_fa3,
        count(*) FILTER (WHERE e.kind = 'tool_call' AND NOT coalesce(
            TRY_CAST(json_extract(e.attrs, '$.skipped') AS BOOLEAN), false)) AS tool_calls,
        count(*) FILTER (WHERE e.kind = 'eval') AS evals,
@@ -70,6 +92,7 @@ SELECT x.experiment, x.arm, x.session_id, x.questions_mode, s.status,
 FROM _experiment_sessions AS x
 LEFT JOIN _experiment_events AS e ON e.session_id = x.session_id
 LEFT JOIN sessions AS s ON s.dir = x.dir
+LEFT JOIN _experiment_best AS b ON b.session_id = x.session_id
 GROUP BY ALL
 ORDER BY x.experiment, x.arm, x.session_id
 """
