@@ -165,7 +165,13 @@ def test_judged_paired_the_best_is_the_candidate_the_engine_kept(tmp_path: Path)
     assert (rows["paired-1"]["best_speedup"], rows["paired-1"]["vs_fa3"]) == (1.089, 1.068)
     # None kept: the starting kernel is still the best, whatever the unpaired figure read.
     assert (rows["paired-2"]["best_speedup"], rows["paired-2"]["vs_fa3"]) == (1.0, None)
+    # Jumps stay a study of the figures (over the highest before), as the store's view reads them.
+    store = TraceStore(tmp_path)
+    jumps = store.query("SELECT session_id, count(*) AS n FROM jumps GROUP BY 1").to_pylist()
+    counted = {r["session_id"]: r["n"] for r in jumps}
+    assert counted == {"paired-1": 1, "paired-2": 1}
     for session_id, row in rows.items():
         table = read_session(study / session_id, columns=COLUMNS)
         metrics = session_metrics(table.to_pylist(), session_id=session_id, arm="off")
         assert (metrics.final_best, metrics.final_vs_fa3) == (row["best_speedup"], row["vs_fa3"])
+        assert metrics.jumps == counted[session_id]

@@ -119,6 +119,7 @@ def session_metrics(
     best, best_fa3 = 1.0, None
     fastest = -math.inf  # the fastest verified candidate so far, whose vs FA3 is reported
     last_recorded: float | None = None  # the engine's last recorded best (``best_speedup``)
+    highest = 1.0  # the highest verified figure so far, which jumps are measured from
     cost: float | None = None
     start = rows[0]["ts"] if rows else None
     curve: list[CurvePoint] = []
@@ -153,13 +154,16 @@ def session_metrics(
                 again = sha is not None and sha in timed
                 if sha is not None:
                     timed.add(sha)
-                if not again and speedup > best * (1.0 + threshold):
+                # A jump is over the highest figure before it, as the trace store's `jumps`
+                # view reads it (a study of the figures, not of the engine's verdicts).
+                if not again and speedup > highest * (1.0 + threshold):
                     jumps += 1
                     near = [q for q in questions if 0 <= evals - 1 - q.evals < k]
                     after_question += bool(near)
                     jump_list.append(
-                        Jump(row["seq"], calls, best, speedup, near[-1] if near else None)
+                        Jump(row["seq"], calls, highest, speedup, near[-1] if near else None)
                     )
+                highest = max(highest, speedup)
                 # vs FA3 is the best candidate's own ratio, not the highest ratio seen: that
                 # would pick whichever evaluation timed FA3 slowest.
                 fa3 = row.get("vs_fa3")
