@@ -366,6 +366,21 @@ def test_a_candidate_heating_the_gpu_while_the_starting_kernel_is_timed_leaves_i
     assert starting[0] and starting[1] and starting[1] < 1.1 * starting[0], starting
 
 
+# The spin the patched hosts below run on a side stream: each thread until ``ns`` have passed.
+SPIN_KERNEL = r"""__global__ void ks_test_spin_ns(long long ns) {
+    long long began, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(began));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - began < ns);
+}
+"""
+COUNT_COMMAND = "std::string command_count(const std::vector<std::string> &w) {\n"
+DONE_WRITE = (
+    "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
+    "    result = g_write_value(g_stream, g_done_counter, value, 0);\n"
+)
+
 # A kernel's process that writes DONE while its call is still running, as a candidate's kernel
 # writing the counter itself, or code that patched its process, could: a second stream waits
 # for GO like the call, spins 50 us (the call is running by then) and writes DONE, while the call
@@ -377,15 +392,9 @@ def test_a_candidate_heating_the_gpu_while_the_starting_kernel_is_timed_leaves_i
 # staying busy after the stream's last work (the call still running past its DONE).
 FENCE_PROBE_PATCHES = (
     (
-        "std::string command_count(const std::vector<std::string> &w) {\n",
-        r"""__global__ void ks_test_spin_ns(long long ns) {
-    long long began, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(began));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - began < ns);
-}
-int test_done_while_running(unsigned int value) {
+        COUNT_COMMAND,
+        SPIN_KERNEL
+        + r"""int test_done_while_running(unsigned int value) {
     static cudaStream_t side = nullptr;
     if (side == nullptr) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
     int result = g_wait_value(side, g_go_counter, value, 0);
@@ -393,14 +402,10 @@ int test_done_while_running(unsigned int value) {
     ks_test_spin_ns<<<1, 1, 0, side>>>(50000);
     return g_write_value(side, g_done_counter, value, 0);
 }
-std::string command_count(const std::vector<std::string> &w) {
-""",
+"""
+        + COUNT_COMMAND,
     ),
-    (
-        "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
-        "    result = g_write_value(g_stream, g_done_counter, value, 0);\n",
-        "    result = test_done_while_running(value);\n",
-    ),
+    (DONE_WRITE, "    result = test_done_while_running(value);\n"),
 )
 
 
@@ -449,14 +454,7 @@ def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
 # each call holds the heater's work on the stream, the cross-check no longer sees it, and it
 # passed, reading 2.6-5.2% fast against FA3 (4 runs): the hand-over hole the keep-alive test
 # below asks about, printed here, not asserted.
-HEAT_AFTER_CALL = r"""__global__ void ks_test_heat_after(long long ns) {
-    long long began, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(began));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - began < ns);
-}
-void test_heat_after_call() {
+AFTER_CALL = r"""void test_after_call() {
     static cudaStream_t side = nullptr;
     static cudaEvent_t done = nullptr;
     static int sms = 0;
@@ -467,21 +465,24 @@ void test_heat_after_call() {
     }
     cudaEventRecord(done, g_stream);
     cudaStreamWaitEvent(side, done, 0);
-    ks_test_heat_after<<<sms * 2, 256, 0, side>>>(1000000);
+    ks_test_spin_ns<<<GRID, THREADS, 0, side>>>(SPIN_NS);
 }
-std::string command_count(const std::vector<std::string> &w) {
 """
 
-HEAT_AFTER_CALL_PATCHES = (
-    ("std::string command_count(const std::vector<std::string> &w) {\n", HEAT_AFTER_CALL),
-    (
-        "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
-        "    result = g_write_value(g_stream, g_done_counter, value, 0);\n",
-        "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
-        "    result = g_write_value(g_stream, g_done_counter, value, 0);\n"
-        "    if (g_probing == false) test_heat_after_call();\n",
-    ),
-)
+
+def after_each_call_patches(grid: str, threads: int, ns: int | None) -> tuple[tuple[str, str], ...]:
+    """The host with ``grid`` blocks (``sms``: the GPU's SM count) of ``threads`` spinning ``ns``
+    nanoseconds on a side stream after each of its kernel's calls, its DONE written; ``ns``
+    None: the same build with that code compiled in and never started."""
+    code = AFTER_CALL.replace("GRID", grid).replace("THREADS", str(threads))
+    code = code.replace("SPIN_NS", str(ns or 0))
+    patches = ((COUNT_COMMAND, SPIN_KERNEL + code + COUNT_COMMAND),)
+    if ns is None:
+        return patches
+    return (*patches, (DONE_WRITE, DONE_WRITE + "    if (g_probing == false) test_after_call();\n"))
+
+
+HEAT_AFTER_CALL_PATCHES = after_each_call_patches("sms * 2", 256, 1_000_000)
 
 
 def test_a_candidate_heating_the_gpu_after_each_call_is_caught_by_the_default_judge(
@@ -523,38 +524,11 @@ def test_a_candidate_heating_the_gpu_after_each_call_is_caught_by_the_default_ju
 # First run (H100, 2026-12-06 14:46, the default judge): yes, by 5-6 us a call; it passed at
 # 4.6-5.5% over the same build idle. Marked a strict expected failure until a defence lands:
 # then it passes, and strict makes that fail until the mark goes.
-KEEP_ALIVE = r"""__global__ void ks_test_keep_alive(long long ns) {
-    long long began, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(began));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - began < ns);
-}
-void test_keep_alive() {
-    static cudaStream_t side = nullptr;
-    static cudaEvent_t done = nullptr;
-    if (side == nullptr) {
-        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
-        cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
-    }
-    cudaEventRecord(done, g_stream);
-    cudaStreamWaitEvent(side, done, 0);
-    ks_test_keep_alive<<<1, 32, 0, side>>>(KEEP_ALIVE_NS);
-}
-std::string command_count(const std::vector<std::string> &w) {
-"""
-
-
 def keep_alive_patches(ns: int | None) -> tuple[tuple[str, str], ...]:
     """The host with one warp spinning ``ns`` nanoseconds on a side stream after each of its
     kernel's calls; ``ns`` None: the same build with the spin compiled in and never started
     (benchmarks/keep_alive_sweep.py sweeps ``ns``)."""
-    define = KEEP_ALIVE.replace("KEEP_ALIVE_NS", str(ns or 0))
-    patches = (("std::string command_count(const std::vector<std::string> &w) {\n", define),)
-    if ns is None:
-        return patches
-    done = HEAT_AFTER_CALL_PATCHES[1][0]
-    return (*patches, (done, done + "    if (g_probing == false) test_keep_alive();\n"))
+    return after_each_call_patches("1", 32, ns)
 
 
 KEEP_ALIVE_PATCHES = keep_alive_patches(20000)
