@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from kernelseek_tui.evaluate.result import EvalResult, ScenarioResult
 from kernelseek_tui.session.state import SessionState
 from kernelseek_tui.trace.schema import Event
 from tests.test_agent_tuner import tune
-from tests.test_session_support import KnobEvaluator, make_result, make_task_repo
+from tests.test_session_support import KnobEvaluator, make_result, make_task_repo, objective_eval
 
 
 def test_the_geomean_noise_is_the_root_sum_of_squares_over_the_count() -> None:
@@ -64,14 +63,7 @@ def test_the_starting_kernel_is_the_floor_and_the_margin_the_fallback() -> None:
 
 
 def _eval_event(seq: int, speedup: float, noise: float | None) -> Event:
-    return Event(
-        session_id="s",
-        seq=seq,
-        kind="eval",
-        verdict="pass",
-        speedup=speedup,
-        attrs=json.dumps({"objective": True, "verified": True, "summary": {"noise": noise}}),
-    )
+    return objective_eval(seq, speedup, summary={"noise": noise})
 
 
 def test_the_session_remembers_the_noise_of_its_best() -> None:

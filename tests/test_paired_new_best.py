@@ -18,6 +18,7 @@ from tests.test_session_support import (
     git,
     knob_speed,
     make_task_repo,
+    objective_eval,
     read_events,
 )
 
@@ -174,17 +175,6 @@ def test_summary_paired_reads_only_finite_figures() -> None:
     assert summary_paired(None) is None
 
 
-def _eval(seq: int, speedup: float, **attrs: object) -> Event:
-    return Event(
-        session_id="s",
-        seq=seq,
-        kind="eval",
-        verdict="pass",
-        speedup=speedup,
-        attrs=json.dumps({"objective": True, "verified": True, **attrs}),
-    )
-
-
 def test_the_sessions_best_follows_the_paired_verdicts_not_the_highest_figure() -> None:
     # The H100 tuner session of 2026-12-06 (13:50 UTC), in short: the start's own knobs at
     # 0.994x (paired with the start, no new best), PERSISTENT 0 -> 1 at 1.089x (new best,
@@ -194,13 +184,13 @@ def test_the_sessions_best_follows_the_paired_verdicts_not_the_highest_figure() 
         return {"summary": summary, "new_best": new_best}
 
     events = [
-        _eval(2, 0.994, **paired(1.0013, False)),
-        _eval(18, 1.089, **paired(1.0229, True)),
-        _eval(26, 1.100, **paired(0.9763, False)),
+        objective_eval(2, 0.994, **paired(1.0013, False)),
+        objective_eval(18, 1.089, **paired(1.0229, True)),
+        objective_eval(26, 1.100, **paired(0.9763, False)),
     ]
     assert SessionState.from_events(events[:1]).best_speedup is None  # the start still best
     state = SessionState.from_events(events)
     assert state.best_speedup == 1.089 and state.best_noise == 0.09
     # Judged unpaired (no paired figure), the highest verified figure, as before.
-    unpaired = [_eval(1, 1.089, new_best=True), _eval(2, 1.100, new_best=False)]
+    unpaired = [objective_eval(1, 1.089, new_best=True), objective_eval(2, 1.100, new_best=False)]
     assert SessionState.from_events(unpaired).best_speedup == 1.100

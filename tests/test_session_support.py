@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelseek_tui.evaluate.result import EvalResult, EvalSummary, ScenarioResult
 from kernelseek_tui.task import Task
+from kernelseek_tui.trace.schema import Event
 
 ROOT = Path(__file__).resolve().parents[1]
 FLASH = ROOT / "kernels" / "flash_fwd"
@@ -157,6 +158,15 @@ def read_events(session_dir: Path) -> list[Any]:
     from kernelseek_tui.trace.reader import read_session, table_to_events
 
     return table_to_events(read_session(session_dir))
+
+
+def objective_eval(seq: int, speedup: float, **attrs: Any) -> Event:
+    """A passing, verified evaluation of the objective as an eval event, ``attrs`` added."""
+    attrs = {"objective": True, "verified": True, **attrs}
+    return Event(
+        session_id="s", seq=seq, kind="eval", verdict="pass", speedup=speedup,
+        attrs=json.dumps(attrs),
+    )  # fmt: skip
 
 
 def dying_on_call(
