@@ -158,9 +158,10 @@ class JudgingMixin(EngineCore):
         # (the gain outside the spread of that same run); otherwise against the best's figure.
         paired_speedup = evaluation.finite_or_none(result.summary.paired_speedup)
         paired_spread = evaluation.finite_or_none(result.summary.paired_spread)
-        paired = paired_speedup is not None and paired_spread is not None
+        paired_verdict: bool | None = None  # the new-best verdict where judged paired
         if paired_speedup is not None and paired_spread is not None:
             new_best = will_commit and is_new_best_paired(paired_speedup, paired_spread)
+            paired_verdict = new_best
         else:
             new_best = will_commit and is_new_best(
                 speedup,
@@ -174,7 +175,7 @@ class JudgingMixin(EngineCore):
             best = best_after(
                 previous_best,
                 speedup,
-                paired_new_best=new_best if paired else None,
+                paired_new_best=paired_verdict,
             )
         result_file = save_result(self.paths.dir, f"{call.seq}-{result.eval_id}", result)
         eval_event = self._append(
@@ -221,7 +222,7 @@ class JudgingMixin(EngineCore):
                 result.verdict,
                 speedup,
                 result.summary.noise,
-                paired_new_best=new_best if paired else None,
+                paired_new_best=paired_verdict,
             )
         return ToolOutcome(text, data={"result": result, "committed": committed}), moment
 
