@@ -500,6 +500,61 @@ def test_the_probe_runs_until_the_kernel_replaces_it_and_nothing_replaces_the_ke
         host.close()
 
 
+def test_the_judges_trailing_launch_follows_every_calls_done_the_probes_and_the_kernels(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # A process that launched a kernel after its calls read them about 6 us cheaper than the
+    # same process idle (H100, 2026-12-06); the judge's own launch after every call puts every
+    # process in that state, its probe's calls included (docs/RELIABILITY.md).
+    probe = candidate(tmp_path, "return 0;", name="probe")
+    kernel = candidate(tmp_path, "return 9;", name="kernel")
+    counters = short_dir / "counters"
+    counters.write_bytes(struct.pack("=I", 2) + bytes(124))  # the judge's GO = 2
+    log = short_dir / "log"
+    host = SandboxHost(fake_host, extra_environment={"KS_FAKE_LOG": str(log)})
+    try:
+        host.ask("device", 0)
+        host.ask("counters", handle(str(counters)))
+        with pytest.raises(SandboxError, match="usage: trail"):
+            host.ask("trail", probe)
+        host.ask("trail")
+        with pytest.raises(SandboxError, match="set already"):
+            host.ask("trail")
+        host.ask("probe", probe)
+        buffer = shared_buffer(short_dir, "probe.bin", 1)
+        host.ask("buffer", 0, handle(str(buffer)))
+        host.ask(bind_command(0, [(0, GUARD)], [], []))
+        assert host.ask("count", 0, 1) == "0"  # the probe's call
+        host.ask("forget", 0)
+        host.ask("load", kernel)
+        host.ask(bind_command(1, [], [], []))
+        assert host.ask("count", 1, 2) == "9"  # the kernel's
+        # Each call: its DONE, then the trail's stream waits for the call's, then the launch.
+        trailed = ("record trail", "wait trail", "launch trail")
+        lines = [line for line in log.read_text().splitlines() if not line.startswith("open ")]
+        assert lines == [
+            *("wait-value 1", "write-value 1", *trailed),
+            "close -",  # the probe's buffer, forgotten
+            *("wait-value 2", "write-value 2", *trailed),
+        ]
+    finally:
+        host.close()
+
+
+def test_the_trail_comes_before_the_kernel(fake_host: Path, tmp_path: Path) -> None:
+    kernel = candidate(tmp_path, "return 0;", name="kernel")
+    host = SandboxHost(fake_host)
+    try:
+        with pytest.raises(SandboxError, match="device is not set"):
+            host.ask("trail")
+        host.ask("device", 0)
+        host.ask("load", kernel)
+        with pytest.raises(SandboxError, match="comes before the probe and the kernel"):
+            host.ask("trail")
+    finally:
+        host.close()
+
+
 def test_the_gpu_tests_patched_hosts_still_apply_to_the_host_source() -> None:
     # Those hosts are built on the GPU box only: a change to the host that breaks a patch
     # should fail here, in CI, not in the next GPU session.

@@ -21,10 +21,19 @@ method). A call of 100 us on the GPU paid what the empty one paid within 1 us on
 and about 3 us more on a third (benchmarks/handover_spread.py): the empty kernel's figure can
 leave part of a real call's hand-over in, which reads the kernel slow, never fast.
 
-Why a candidate cannot move it: it is measured before the candidate's library exists in its
-process (the candidate's own is measured before it is loaded, the others' in processes the
-candidate never enters), and subtracting more than the true hand-over would need the empty
-kernel's isolated calls slowed, which only another GPU user could do. Every other kernel's
+The state it is measured in: a process that launches any kernel after its calls' DONE hands
+its calls over about 6 us faster than the same process idle (H100, 2026-12-06), so a kernel
+whose process did that read fast by as much. So every process the judge probes is first given
+the host's trailing launch (``trail``, evaluate/sandbox_host.cpp): an empty kernel of the
+host's own after every call's DONE, the probe's included. The hand-over is then measured in
+the state such a launch puts a process in (8-9 us against 12-14 idle on that H100), and a
+launch of the candidate's own after its calls gained nothing more in 5 runs; a 20 us spin
+still gained 2.6-2.8% (docs/RELIABILITY.md, "A process that lowers its own hand-over").
+
+Why a candidate cannot move the figure itself: it is measured before the candidate's library
+exists in its process (the candidate's own is measured before it is loaded, the others' in
+processes the candidate never enters), and subtracting more than the true hand-over would need
+the empty kernel's isolated calls slowed, which only another GPU user could do. Every other kernel's
 process is stopped (SIGSTOP) while one is measured, as while the starting kernel is timed: the
 candidate's, loaded by the time the starting kernel's process is measured, can put nothing on
 the GPU then.

@@ -16,6 +16,11 @@
 //                                         with a UUID, refuse a device that is not that one
 //                                         (the judge's ordinals and ours could differ)
 //   slot <k> <go-hex> <done-hex>          open the k-th pair of interprocess events
+//   trail                                 from then on every call (call or count) ends,
+//                                         after its DONE, with this host's own empty kernel
+//                                         on a stream of its own, once the call's stream is
+//                                         done; before probe and load (evaluate/
+//                                         handover_cost.py says why)
 //   probe <path>                          dlopen the judge's empty kernel, called until
 //                                         load: the judge measures this very process's
 //                                         hand-over before its kernel is in it
@@ -201,6 +206,63 @@ std::string command_slot(const std::vector<std::string> &w) {
 // True while the kernel loaded is the judge's probe, which one load may replace.
 bool g_probing = false;
 
+// The judge's trailing launch ("trail"): an empty kernel of this host's own after every call's
+// DONE, on a stream of its own that waits for the call's stream. Why: on an H100 (2026-12-06) a
+// process that launched a kernel after its calls' DONE, even one that ends at once, read its
+// calls about 6 us cheaper than the same process idle, and the judge, which takes out a
+// hand-over measured with its probe, read such a kernel up to 9% fast against FA3. With the
+// judge's own launch after every call, the probe's included, every process is in that state
+// already, and its hand-over is measured in it (docs/RELIABILITY.md, "A process that lowers
+// its own hand-over"). The kernel is the host's own, not the probe's (evaluate/
+// empty_kernel.cu): the probe's kernel trailing its own calls did not lower the probe's
+// hand-over where a different kernel did (same H100 session).
+bool g_trail = false;
+cudaStream_t g_trail_stream = nullptr;
+cudaEvent_t g_trail_event = nullptr;
+
+#ifdef __CUDACC__
+__global__ void ks_trailing_kernel() {}
+
+cudaError_t launch_trailing_kernel(cudaStream_t stream) {
+    ks_trailing_kernel<<<1, 32, 0, stream>>>();
+    return cudaGetLastError();
+}
+#else
+// Built without nvcc (the CPU tests' stand-in runtime, tests/data/fake_cudart): no device
+// code; the stand-in logs the launch.
+extern "C" cudaError_t ks_fake_launch_trailing_kernel(cudaStream_t stream);
+
+cudaError_t launch_trailing_kernel(cudaStream_t stream) {
+    return ks_fake_launch_trailing_kernel(stream);
+}
+#endif
+
+std::string command_trail(const std::vector<std::string> &w) {
+    if (w.size() != 1) return "error usage: trail";
+    if (g_launch != nullptr) return "error the trail comes before the probe and the kernel";
+    if (g_trail) return "error the trail is set already";
+    cudaError_t error = cudaStreamCreateWithFlags(&g_trail_stream, cudaStreamNonBlocking);
+    if (error == cudaSuccess)
+        error = cudaEventCreateWithFlags(&g_trail_event, cudaEventDisableTiming);
+    if (error != cudaSuccess) return "error " + cuda_text(error);
+    g_trail = true;
+    return "ok";
+}
+
+// After a call's DONE: the trailing launch, if the judge set one. Empty when all is well.
+std::string trail_call() {
+    if (!g_trail) return "";
+    cudaError_t error = cudaEventRecord(g_trail_event, g_stream);
+    if (error == cudaSuccess) error = cudaStreamWaitEvent(g_trail_stream, g_trail_event, 0);
+    if (error == cudaSuccess) error = launch_trailing_kernel(g_trail_stream);
+    // cudaGetLastError after the launch also returns a launch error the kernel's own call left
+    // unreported, so the reason names both.
+    if (error != cudaSuccess)
+        return "error the judge's trailing launch, or a launch error the kernel left unreported: " +
+               cuda_text(error);
+    return "";
+}
+
 // "load <path>" or "probe <path>": the library named by the rest of the line, its ks_launch
 // called from then on. A kernel loaded for good is never replaced.
 std::string command_load(const char *line, const char *command) {
@@ -324,7 +386,9 @@ std::string command_call(const std::vector<std::string> &w) {
     // DONE is recorded whatever ks_launch did: the judge's stream waits on it.
     error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);
     if (error != cudaSuccess) return "error " + cuda_text(error);
-    return left.empty() ? "ok " + std::to_string(code) : left;
+    std::string trailed = trail_call();
+    if (!left.empty()) return left;
+    return trailed.empty() ? "ok " + std::to_string(code) : trailed;
 }
 
 std::string fetch_driver_function(const char *name, StreamValue32 *out) {
@@ -378,7 +442,9 @@ std::string command_count(const std::vector<std::string> &w) {
     result = g_write_value(g_stream, g_done_counter, value, 0);
     if (result != 0)
         return "error cuStreamWriteValue32 failed (CUresult " + std::to_string(result) + ")";
-    return error.empty() ? "ok " + std::to_string(code) : error;
+    std::string trailed = trail_call();
+    if (!error.empty()) return error;
+    return trailed.empty() ? "ok " + std::to_string(code) : trailed;
 }
 
 std::string command_sync(bool device) {
@@ -428,6 +494,8 @@ int main(int argc, char **argv) {
             answer = "error the device is not set (device <ordinal> first)";
         } else if (name == "slot") {
             answer = command_slot(w);
+        } else if (name == "trail") {
+            answer = command_trail(w);
         } else if (name == "load" || name == "probe") {
             answer = command_load(line, name.c_str());
         } else if (name == "buffer") {

@@ -31,7 +31,9 @@ from kernelseek_tui.evaluate.build import cache_root
 from kernelseek_tui.evaluate.proc_stat import stat_fields
 
 HOST_SOURCE = Path(__file__).with_name("sandbox_host.cpp")
-HOST_RECIPE = ("-O2", "-ldl")  # the nvcc flags besides the source and output
+# The nvcc flags besides the source and output: compiled as CUDA (``-x cu``) for the host's
+# own trailing kernel; the CPU tests build the same source as plain C++ on a stand-in.
+HOST_RECIPE = ("-x", "cu", "-O2", "-ldl")
 EMPTY_SOURCE = Path(__file__).with_name("empty_kernel.cu")
 EMPTY_RECIPE = ("-O2", "-shared", "-Xcompiler", "-fPIC")
 # What the host's environment keeps of the judge's: which GPU and how devices are numbered,

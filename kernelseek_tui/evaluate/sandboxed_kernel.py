@@ -123,7 +123,13 @@ class SandboxedKernel:
     def probe(self, library: str | Path) -> None:
         """Before ``load``: the judge's empty kernel, called in this process until ``load``
         replaces it, so the hand-over is measured in the very process the kernel will be timed
-        in (evaluate/handover_cost.py). Its buffers must be forgotten before ``load``."""
+        in (evaluate/handover_cost.py). Its buffers must be forgotten before ``load``.
+
+        First the host's trailing launch is set (its ``trail``): its own empty kernel after
+        every call's DONE from then on, the probe's and the kernel's, so every call is handed
+        over in the state that work after a call puts a process in, and the hand-over taken
+        out is measured in that state too (handover_cost's docstring says why)."""
+        self._host.ask("trail")
         self._host.ask("probe", Path(library).resolve())
 
     def _set_up(self, cp: Any, counters: StreamCounters | None) -> None:

@@ -31,6 +31,7 @@ struct cudaDeviceProp {
 #define cudaStreamLegacy ((cudaStream_t)0x1)
 #define cudaStreamPerThread ((cudaStream_t)0x2)
 #define cudaIpcMemLazyEnablePeerAccess 0x01
+#define cudaEventDisableTiming 0x02
 #define CUDART_VERSION 13000
 #define cudaEnableDefault 0x0
 typedef enum cudaDriverEntryPointQueryResult {
@@ -52,6 +53,11 @@ cudaError_t cudaGetLastError(void);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle);
+/* An event of the host's own: named "trail" in the log (the host makes one, for its trailing
+ * launch). */
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags);
+/* The host's trailing kernel, which the stand-in cannot compile: logged as "launch trail". */
+cudaError_t ks_fake_launch_trailing_kernel(cudaStream_t stream);
 cudaError_t cudaIpcOpenMemHandle(void **pointer, cudaIpcMemHandle_t handle, unsigned int flags);
 cudaError_t cudaIpcCloseMemHandle(void *pointer);
 /* Only "cuStreamWaitValue32" and "cuStreamWriteValue32", as the stand-in's own functions: a

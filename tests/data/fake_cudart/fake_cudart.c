@@ -117,6 +117,20 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     return cudaSuccess;
 }
 
+cudaError_t ks_fake_launch_trailing_kernel(cudaStream_t stream) {
+    (void)stream;
+    log_line("launch", "trail");
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+    (void)flags;
+    struct KsFakeEvent *made = calloc(1, sizeof *made);
+    strcpy(made->name, "trail");
+    *event = made;
+    return cudaSuccess;
+}
+
 cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) {
     struct KsFakeEvent *opened = calloc(1, sizeof *opened);
     memcpy(opened->name, handle.reserved, sizeof opened->name);
