@@ -1,20 +1,35 @@
 """How much does work a kernel's process does after its calls change the figure the judge gives
-it? The hole "A process that lowers its own hand-over" (docs/RELIABILITY.md): a host whose
-process spins one warp for 20 us on a side stream after each call read sm90.cu 4.6-5.5% fast
-against FA3 (H100, 2026-12-06). This sweeps the spin's length, each host judged isolated on one
-timed scenario (tests/data/flash_timed.toml), the hosts alternated, and prints per run the
-verdict, x FA3, the candidate's and FA3's times and the hand-over taken out. A gain that grows
-with the spin points at the process's state after its call; one that does not, at the spin's
-mere presence. Run by hand on the GPU box (not in CI):
+it, and does the same work after the judge's probe's calls take the gain back? The hole "A
+process that lowers its own hand-over" (docs/RELIABILITY.md): a host whose process spins one
+warp for 20 us on a side stream after each call read sm90.cu 4.6-5.5% fast against FA3 (H100,
+2026-12-06). Each variant's host is judged isolated on one timed scenario
+(tests/data/flash_timed.toml), the variants alternated; per run it prints the verdict, x FA3, the
+candidate's time net and gross of the hand-over, FA3's time and the hand-over taken out. Run by
+hand on the GPU box (not in CI):
 
-    python3 benchmarks/keep_alive_sweep.py [--ns 0,2000,20000,200000] [--rounds 1]
+    python3 benchmarks/keep_alive_sweep.py [--variants off,0,2000,20000,200000,0p,20000p]
+                                           [--rounds 1] [--handovers counters]
 
-``0`` is the same build with the spin compiled in and never started (the control).
+A variant names what runs after each call, one warp on a side stream of the process's, once the
+call's DONE is written:
+- ``off``: nothing (the spin compiled in, never started: the control);
+- ``N``: a spin of N ns after the kernel's calls only (``0``: the spin kernel launched, ending at
+  once), the probe's calls left idle: a cheating process;
+- ``Np``: the same after every call, the judge's probe's included: the defence "the judge's host
+  does the same work after every call" in a cheater's clothes;
+- ``N+Mp``: M ns after every call and N after the kernel's (the longer of the two runs): a
+  cheater on top of that defence.
+Each variant runs once per hand-over named (``KERNELSEEK_HANDOVER``: counters, fenced). A gain
+that grows with N points at the process's state when its next GO comes; one that ``0``
+already gives, at a launch after the call; ``Np`` reading as ``off`` means a probe measured in
+the same state takes the gain back.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,45 +37,91 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the GPU tests' host patches, one copy of them
+sys.path.insert(0, str(ROOT / "tests"))  # the GPU tests' host anchors, one copy of them
 
 from test_evaluate_gpu import TIMED  # noqa: E402
-from test_sandbox_gpu import keep_alive_patches  # noqa: E402
+from test_sandbox_gpu import COUNT_COMMAND, DONE_WRITE, SPIN_KERNEL  # noqa: E402
 
 import kernelseek_tui.evaluate.api as api  # noqa: E402
 from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE  # noqa: E402
+from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE  # noqa: E402
 from kernelseek_tui.task import load_task  # noqa: E402
 
+AFTER_CALL = r"""void test_after_call(long long ns) {
+    static cudaStream_t side = nullptr;
+    static cudaEvent_t done = nullptr;
+    if (side == nullptr) {
+        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+        cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    }
+    cudaEventRecord(done, g_stream);
+    cudaStreamWaitEvent(side, done, 0);
+    ks_test_spin_ns<<<1, 32, 0, side>>>(ns);
+}
+"""
+VARIANT = re.compile(r"^(?:off|(\d+)(?:\+(\d+)p|(p))?)$")
 
-def build_host(folder: Path, ns: int) -> Path:
-    """The kernels' host with the keep-alive patch for ``ns`` (0: compiled in, never called)."""
+
+def spins(variant: str) -> tuple[int, int]:
+    """(ns after the kernel's calls, ns after the probe's), -1 for none."""
+    match = VARIANT.match(variant)
+    if match is None:
+        raise SystemExit(f"not a variant: {variant!r} (off, N, Np or N+Mp)")
+    if variant == "off":
+        return -1, -1
+    n = int(match.group(1))
+    if match.group(2) is not None:
+        m = int(match.group(2))
+        return max(n, m), m
+    return n, (n if match.group(3) else -1)
+
+
+def build_host(folder: Path, variant: str) -> Path:
+    kernel_ns, probe_ns = spins(variant)
+    after_done = (
+        f"    if (g_probing ? {probe_ns} >= 0 : {kernel_ns} >= 0)\n"
+        f"        test_after_call(g_probing ? {probe_ns}LL : {kernel_ns}LL);\n"
+    )
     text = HOST_SOURCE.read_text()
-    for old, new in keep_alive_patches(ns or None):
+    for old, new in (
+        (COUNT_COMMAND, SPIN_KERNEL + AFTER_CALL + COUNT_COMMAND),
+        (DONE_WRITE, DONE_WRITE + after_done),
+    ):
         if text.count(old) != 1:
             raise SystemExit(f"the host's source changed; the patch no longer applies: {old}")
         text = text.replace(old, new)
-    source = folder / f"keep_alive_{ns}.cu"
+    name = "keep_alive_" + variant.replace("+", "_")
+    source = folder / f"{name}.cu"
     source.write_text(text)
-    host = folder / f"keep_alive_{ns}"
+    host = folder / name
     subprocess.run(["nvcc", "-O2", "-o", str(host), str(source), "-ldl"], check=True)
     return host
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ns", default="0,2000,20000,200000", help="spin lengths, comma-separated")
-    parser.add_argument("--rounds", type=int, default=1, help="passes over the spin lengths")
+    parser.add_argument("--variants", default="off,0,2000,20000,200000,0p,20000p")
+    parser.add_argument("--rounds", type=int, default=1, help="passes over the variants")
+    parser.add_argument("--handovers", default="counters", help="KERNELSEEK_HANDOVER values")
     parser.add_argument("--source", default=str(ROOT / "kernels/flash_fwd/sm90.cu"))
     args = parser.parse_args()
-    lengths = [int(n) for n in args.ns.split(",")]
+    variants = args.variants.split(",")
+    for variant in variants:
+        spins(variant)
     task = load_task(ROOT / "kernels/flash_fwd")
     with tempfile.TemporaryDirectory() as folder:
-        hosts = {ns: build_host(Path(folder), ns) for ns in lengths}
-        # The control again at the end, so drift over the run shows.
-        order = [ns for _ in range(args.rounds) for ns in lengths] + [lengths[0]]
-        print("spin_ns verdict x_fa3 candidate_us fa3_us handover_us seconds reasons")
-        for ns in order:
-            api.host_executable = lambda host=hosts[ns]: host  # type: ignore[assignment]
+        hosts = {v: build_host(Path(folder), v) for v in variants}
+        # The first run again at the end, so drift over the run shows.
+        handovers = args.handovers.split(",")
+        order = [(v, h) for _ in range(args.rounds) for h in handovers for v in variants]
+        order.append(order[0])
+        print(
+            "variant handover verdict x_fa3 candidate_us gross_us fa3_us handover_us seconds "
+            "reasons"
+        )
+        for variant, handover_mode in order:
+            os.environ[HANDOVER_VARIABLE] = handover_mode
+            api.host_executable = lambda host=hosts[variant]: host  # type: ignore[assignment]
             began = time.perf_counter()
             result = api.evaluate(
                 task, Path(args.source), isolation="process", scenarios_file=TIMED
@@ -68,13 +129,17 @@ def main() -> None:
             scenario = result.scenarios[0]
             fa3 = (scenario.peers or {}).get("fa3")
             fa3_ms = getattr(fa3, "ms", None)
+            handover = result.handovers_us.get("the candidate")
+            net_us = scenario.ms * 1000 if scenario.ms else None
             print(
-                ns,
+                variant,
+                handover_mode,
                 result.verdict,
                 f"{result.summary.vs_fa3:.4f}" if result.summary.vs_fa3 else "-",
-                f"{scenario.ms * 1000:.2f}" if scenario.ms else "-",
+                f"{net_us:.2f}" if net_us else "-",
+                f"{net_us + handover:.2f}" if net_us and handover is not None else "-",
                 f"{fa3_ms * 1000:.2f}" if fa3_ms else "-",
-                result.handovers_us.get("the candidate"),
+                handover,
                 f"{time.perf_counter() - began:.1f}",
                 result.reasons[:1],
                 flush=True,
