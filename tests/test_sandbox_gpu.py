@@ -224,18 +224,16 @@ EARLY_DONE_PATCHES = (
 )
 
 
-def patched_host(
-    tmp_path: Path, name: str, patches: tuple[tuple[str, str], ...], suffix: str = ".cpp"
-) -> Path:
-    """The kernels' host built with each (old, new) of ``patches`` applied once; ``suffix``
-    ".cu" where a patch adds a kernel."""
+def patched_host(tmp_path: Path, name: str, patches: tuple[tuple[str, str], ...]) -> Path:
+    """The kernels' host built with each (old, new) of ``patches`` applied once, as CUDA (the
+    host has a kernel of its own, its trailing launch's)."""
     from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE
 
     text = HOST_SOURCE.read_text()
     for old, new in patches:
         assert text.count(old) == 1, f"the host's source changed; patch no longer applies: {old}"
         text = text.replace(old, new)
-    source = tmp_path / f"{name}{suffix}"
+    source = tmp_path / f"{name}.cu"
     source.write_text(text)
     host = tmp_path / name
     subprocess.run(["nvcc", "-O2", "-o", str(host), str(source), "-ldl"], check=True)
@@ -337,7 +335,7 @@ HEATER_PATCHES = (
 def heater_host(tmp_path: Path, candidate_library: Path) -> Path:
     named = f'"{candidate_library}"'
     patches = tuple((old, new.replace("CANDIDATE_LIBRARY", named)) for old, new in HEATER_PATCHES)
-    return patched_host(tmp_path, "heater_host", patches, suffix=".cu")  # it holds a kernel
+    return patched_host(tmp_path, "heater_host", patches)
 
 
 def test_a_candidate_heating_the_gpu_while_the_starting_kernel_is_timed_leaves_its_time_alone(
@@ -419,7 +417,7 @@ def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
     honest = isolated(task, task.source, scenarios_file=TIMED, compare=False)
     assert honest.verdict == "pass", honest.reasons
     assert honest.handover == "fenced"
-    host = patched_host(tmp_path, "done_while_running_host", FENCE_PROBE_PATCHES, suffix=".cu")
+    host = patched_host(tmp_path, "done_while_running_host", FENCE_PROBE_PATCHES)
     monkeypatch.setattr(api, "host_executable", lambda: host)
     fenced = isolated(task, task.source, scenarios_file=TIMED, compare=False)
     monkeypatch.setenv(HANDOVER_VARIABLE, "counters")
@@ -448,12 +446,12 @@ def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
 # A candidate's process that, after each of its calls, fills the GPU for about a millisecond on
 # a stream of its own: the work starts once the call is done and runs through the next
 # callable's turn in the interleaved run (a peer's, or the best so far's), slowing it, and ends
-# before the candidate's own next turn, so no tail of the candidate's sees it. The default judge
-# catches it by the judged call's cross-check (wall time per call against the stream's): H100,
-# 2026-12-06, 4 runs of 4. Fenced (KERNELSEEK_HANDOVER=fenced, off by default) the fence inside
-# each call holds the heater's work on the stream, the cross-check no longer sees it, and it
-# passed, reading 2.6-5.2% fast against FA3 (4 runs): the hand-over hole the keep-alive test
-# below asks about, printed here, not asserted.
+# before the candidate's own next turn, so no tail of the candidate's sees it. Before the judge's
+# trailing launch, the default judge caught it by the judged call's cross-check (wall time per
+# call against the stream's: H100, 2026-12-06, 4 runs of 4), and fenced (KERNELSEEK_HANDOVER=
+# fenced, off by default) it passed 2.6-5.2% fast. With the trailing launch (16:23 the same
+# day) the reverse: unfenced it passed at 1.034 (its own calls slowed to 0.191 ms, FA3's as
+# much), fenced it lost (0.183): the two tests below.
 AFTER_CALL = r"""void test_after_call() {
     static cudaStream_t side = nullptr;
     static cudaEvent_t done = nullptr;
@@ -485,32 +483,58 @@ def after_each_call_patches(grid: str, threads: int, ns: int | None) -> tuple[tu
 HEAT_AFTER_CALL_PATCHES = after_each_call_patches("sms * 2", 256, 1_000_000)
 
 
-def test_a_candidate_heating_the_gpu_after_each_call_is_caught_by_the_default_judge(
+def test_fenced_a_candidate_heating_the_gpu_after_each_call_gains_nothing(
     task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Fenced, the fence inside each call holds the heater's work in the candidate's own
+    # sample. With the judge's trailing launch (2026-12-06 16:23, H100): x FA3 0.183 heated
+    # against 1.002 idle. Before it, the heater read 2.6-5.2% fast fenced (its launch after
+    # each call lowered its process's hand-over; docs/RELIABILITY.md).
     import kernelseek_tui.evaluate.api as api
     from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
 
     source = TASK_DIR / "sm90.cu"
-    host = patched_host(tmp_path, "heat_after_call_host", HEAT_AFTER_CALL_PATCHES, suffix=".cu")
+    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
+    host = patched_host(tmp_path, "heat_after_call_host", HEAT_AFTER_CALL_PATCHES)
+    monkeypatch.setattr(api, "host_executable", lambda: host)
+    heated = isolated(task, source, scenarios_file=TIMED)
+    # The same code in a host built the same way (nvcc, the heater compiled in) that never
+    # starts the heater: what the fence and the build alone do to x FA3.
+    control = patched_host(tmp_path, "heater_never_called_host", HEAT_AFTER_CALL_PATCHES[:1])
+    monkeypatch.setattr(api, "host_executable", lambda: control)
+    idle = isolated(task, source, scenarios_file=TIMED)
+    print(
+        f"x FA3 fenced, idle / heated: {idle.summary.vs_fa3} / {heated.summary.vs_fa3} "
+        f"({heated.verdict} {heated.reasons}); hand-overs {idle.handovers_us} / "
+        f"{heated.handovers_us}; ms "
+        f"{[(a.ms, b.ms) for a, b in zip(idle.scenarios, heated.scenarios, strict=True)]}"
+    )
+    assert idle.verdict == "pass", idle.reasons
+    assert heated.verdict != "pass" or (heated.summary.vs_fa3 or 0) < 1.03 * (
+        idle.summary.vs_fa3 or 0
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known hole since the judge's trailing launch (docs/RELIABILITY.md, 'A process that "
+    "lowers its own hand-over'): on an H100, 2026-12-06 16:23, it passed unfenced at x FA3 "
+    "1.034, its calls 0.191 ms against 0.112 idle (FA3 slowed as much); before the trailing "
+    "launch the cross-check caught it 4 times of 4",
+)
+def test_a_candidate_heating_the_gpu_after_each_call_is_caught_by_the_default_judge(
+    task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kernelseek_tui.evaluate.api as api
+
+    source = TASK_DIR / "sm90.cu"
+    host = patched_host(tmp_path, "heat_after_call_host", HEAT_AFTER_CALL_PATCHES)
     monkeypatch.setattr(api, "host_executable", lambda: host)
     unfenced = isolated(task, source, scenarios_file=TIMED)
-    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
-    fenced = isolated(task, source, scenarios_file=TIMED)
-    # The same code fenced in a host built the same way (nvcc, the heater compiled in) that
-    # never starts the heater: what the fence and the build alone do to x FA3.
-    control = patched_host(
-        tmp_path, "heater_never_called_host", HEAT_AFTER_CALL_PATCHES[:1], suffix=".cu"
-    )
-    monkeypatch.setattr(api, "host_executable", lambda: control)
-    honest_fenced = isolated(task, source, scenarios_file=TIMED)
     print(
-        f"unfenced: {unfenced.verdict} {unfenced.reasons}; x FA3 fenced, idle / heated: "
-        f"{honest_fenced.summary.vs_fa3} / {fenced.summary.vs_fa3} ({fenced.verdict}); "
-        f"hand-overs {honest_fenced.handovers_us} / {fenced.handovers_us}; ms "
-        f"{[(a.ms, b.ms) for a, b in zip(honest_fenced.scenarios, fenced.scenarios, strict=True)]}"
+        f"unfenced: {unfenced.verdict} {unfenced.reasons} x FA3 {unfenced.summary.vs_fa3} "
+        f"ms {[s.ms for s in unfenced.scenarios]} hand-overs {unfenced.handovers_us}"
     )
-    assert honest_fenced.verdict == "pass", honest_fenced.reasons
     assert unfenced.verdict == "fail", unfenced.reasons
     assert any("work outside the given stream" in r for r in unfenced.reasons), unfenced.reasons
 
@@ -522,8 +546,10 @@ def test_a_candidate_heating_the_gpu_after_each_call_is_caught_by_the_default_ju
 # process's real hand-over below the one measured with the judge's probe, before the kernel was
 # loaded? The judge takes the probe's figure out of every call, so a lower real one reads fast.
 # First run (H100, 2026-12-06 14:46, the default judge): yes, by 5-6 us a call; it passed at
-# 4.6-5.5% over the same build idle. Marked a strict expected failure until a defence lands:
-# then it passes, and strict makes that fail until the mark goes.
+# 4.6-5.5% over the same build idle. With the judge's own launch after every call, its probe's
+# included (the host's trailing launch, 16:17 and 16:23 the same day): it passed twice, the
+# second time at 1.008 and 1.022 busy against 0.982 and 0.994 idle: the gain is down to under
+# the 3% bound, not to nothing (docs/RELIABILITY.md).
 def keep_alive_patches(ns: int | None) -> tuple[tuple[str, str], ...]:
     """The host with one warp spinning ``ns`` nanoseconds on a side stream after each of its
     kernel's calls; ``ns`` None: the same build with the spin compiled in and never started
@@ -534,20 +560,14 @@ def keep_alive_patches(ns: int | None) -> tuple[tuple[str, str], ...]:
 KEEP_ALIVE_PATCHES = keep_alive_patches(20000)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known hole, no defence yet (docs/RELIABILITY.md, 'A process that lowers its own "
-    "hand-over'): on an H100, 2026-12-06 14:46, it passed at x FA3 1.059 and 1.068 against "
-    "1.010 and 1.012 idle, its calls 5-6 us cheaper",
-)
 def test_a_process_kept_busy_after_each_call_reads_no_faster_than_the_same_build_idle(
     task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import kernelseek_tui.evaluate.api as api
 
     source = TASK_DIR / "sm90.cu"
-    idle = patched_host(tmp_path, "keep_alive_never_called", keep_alive_patches(None), suffix=".cu")
-    busy = patched_host(tmp_path, "keep_alive_host", KEEP_ALIVE_PATCHES, suffix=".cu")
+    idle = patched_host(tmp_path, "keep_alive_never_called", keep_alive_patches(None))
+    busy = patched_host(tmp_path, "keep_alive_host", KEEP_ALIVE_PATCHES)
     runs = {}
     for name, host in (("idle", idle), ("busy", busy), ("idle again", idle), ("busy again", busy)):
         monkeypatch.setattr(api, "host_executable", lambda host=host: host)
