@@ -33,7 +33,10 @@ default. Run on H100s (2026-12-06): a DONE written 50 us into each call gained n
 on the bench set it costs about 4 us of hand-over and moves x FA3 by 0.4%; but a process that
 heats the GPU for 1 ms after each call, which the default judge's cross-check catches, passes
 fenced (the fence inside each call holds that work on the stream) and reads 2.6-5.2% fast
-(docs/RELIABILITY.md). Not to be made the default until that is understood.
+(docs/RELIABILITY.md). With the judge's trailing launch (evaluate/sandbox_host.cpp, the same
+afternoon) that heater loses fenced (x FA3 0.183 against 1.002) and passes unfenced (1.034), and
+every process patched to work after its calls lost or gained nothing fenced: the candidate
+default, once the bench set is checked against fa_bench with it.
 """
 
 from __future__ import annotations
