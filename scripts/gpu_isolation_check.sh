@@ -11,7 +11,9 @@
 # in the same call, and benchmarks/judge_vs_dobench.py against the in-turn ones (target: every
 # shape within 3%). Each prints what it measured; nothing is decided here.
 # FA_BENCH_ARGS adds fa_bench options to the bench part (e.g. "--aa-peers --dobench-turn 4"),
-# FA_BENCH_TIMEOUT its limit in seconds (default 300).
+# FA_BENCH_TIMEOUT its limit in seconds (default 300). HANDOVERS names the hand-overs the bench
+# part judges with, one isolated run each against the one fa_bench run (default "counters";
+# "counters fenced" for the check the fenced mode needs before it can be the default).
 set -uo pipefail
 part=${1:-}
 : "${OUT:?OUT names the folder for the results}"
@@ -31,17 +33,24 @@ loop)
     head -4 "$OUT/full.txt"
     ;;
 bench)
-    timeout 150 python3 -m kernelseek_tui eval kernels/flash_fwd --source "$source_file" \
-        --set bench --isolation process --json > "$OUT/isolated.json" 2> "$OUT/isolated.err"
-    echo "eval --set bench --isolation process: exit $?"
-    date -u
+    handovers=${HANDOVERS:-counters}
+    for handover in $handovers; do
+        KERNELSEEK_HANDOVER=$handover timeout 150 python3 -m kernelseek_tui eval kernels/flash_fwd \
+            --source "$source_file" --set bench --isolation process --json \
+            > "$OUT/isolated-$handover.json" 2> "$OUT/isolated-$handover.err"
+        echo "eval --set bench --isolation process, KERNELSEEK_HANDOVER=$handover: exit $?"
+        date -u
+    done
     # shellcheck disable=SC2086
     timeout "${FA_BENCH_TIMEOUT:-300}" python3 benchmarks/fa_bench.py --source "$source_file" \
         --in-turn ${FA_BENCH_ARGS:-} --json "$OUT/fa_bench.json" > "$OUT/fa_bench.txt" 2>&1
     echo "fa_bench --in-turn: exit $?"
     grep -E "geomean|A/A|in turn" "$OUT/fa_bench.txt" | tail -12
-    python3 benchmarks/judge_vs_dobench.py "$OUT/isolated.json" "$OUT/fa_bench.json" \
-        --candidate sm90 --against turn | tail -12
+    for handover in $handovers; do
+        echo "judged with KERNELSEEK_HANDOVER=$handover against fa_bench in turn:"
+        python3 benchmarks/judge_vs_dobench.py "$OUT/isolated-$handover.json" \
+            "$OUT/fa_bench.json" --candidate sm90 --against turn | tail -12
+    done
     ;;
 *)
     echo "usage: OUT=DIR $0 loop|bench" >&2
