@@ -263,6 +263,14 @@ std::string trail_call() {
     return "";
 }
 
+// The reply to a call whose DONE is on the stream: the trailing launch first, whatever the call
+// did; then ``left`` (the kernel left work outside its stream), the trail's error, or the code.
+std::string reply_after_done(int code, const std::string &left) {
+    std::string trailed = trail_call();
+    if (!left.empty()) return left;
+    return trailed.empty() ? "ok " + std::to_string(code) : trailed;
+}
+
 // "load <path>" or "probe <path>": the library named by the rest of the line, its ks_launch
 // called from then on. A kernel loaded for good is never replaced.
 std::string command_load(const char *line, const char *command) {
@@ -386,9 +394,7 @@ std::string command_call(const std::vector<std::string> &w) {
     // DONE is recorded whatever ks_launch did: the judge's stream waits on it.
     error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);
     if (error != cudaSuccess) return "error " + cuda_text(error);
-    std::string trailed = trail_call();
-    if (!left.empty()) return left;
-    return trailed.empty() ? "ok " + std::to_string(code) : trailed;
+    return reply_after_done(code, left);
 }
 
 std::string fetch_driver_function(const char *name, StreamValue32 *out) {
@@ -442,9 +448,7 @@ std::string command_count(const std::vector<std::string> &w) {
     result = g_write_value(g_stream, g_done_counter, value, 0);
     if (result != 0)
         return "error cuStreamWriteValue32 failed (CUresult " + std::to_string(result) + ")";
-    std::string trailed = trail_call();
-    if (!error.empty()) return error;
-    return trailed.empty() ? "ok " + std::to_string(code) : trailed;
+    return reply_after_done(code, error);
 }
 
 std::string command_sync(bool device) {
