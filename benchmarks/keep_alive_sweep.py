@@ -30,72 +30,42 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the GPU tests' host anchors, one copy of them
+sys.path.insert(0, str(ROOT / "tests"))  # the GPU tests' host patches, one copy of them
 
 from test_evaluate_gpu import TIMED  # noqa: E402
-from test_sandbox_gpu import COUNT_COMMAND, DONE_WRITE, SPIN_KERNEL  # noqa: E402
+from test_sandbox_gpu import after_each_call_patches, patched_host  # noqa: E402
 
 import kernelseek_tui.evaluate.api as api  # noqa: E402
-from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE  # noqa: E402
 from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE  # noqa: E402
 from kernelseek_tui.task import load_task  # noqa: E402
 
-AFTER_CALL = r"""void test_after_call(long long ns) {
-    static cudaStream_t side = nullptr;
-    static cudaEvent_t done = nullptr;
-    if (side == nullptr) {
-        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
-        cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
-    }
-    cudaEventRecord(done, g_stream);
-    cudaStreamWaitEvent(side, done, 0);
-    ks_test_spin_ns<<<1, 32, 0, side>>>(ns);
-}
-"""
 VARIANT = re.compile(r"^(?:off|(\d+)(?:\+(\d+)p|(p))?)$")
 
 
-def spins(variant: str) -> tuple[int, int]:
-    """(ns after the kernel's calls, ns after the probe's), -1 for none."""
+def spins(variant: str) -> tuple[int | None, int | None]:
+    """(ns after the kernel's calls, ns after the probe's), None for none."""
     match = VARIANT.match(variant)
     if match is None:
         raise SystemExit(f"not a variant: {variant!r} (off, N, Np or N+Mp)")
     if variant == "off":
-        return -1, -1
+        return None, None
     n = int(match.group(1))
     if match.group(2) is not None:
         m = int(match.group(2))
         return max(n, m), m
-    return n, (n if match.group(3) else -1)
+    return n, (n if match.group(3) else None)
 
 
 def build_host(folder: Path, variant: str) -> Path:
-    kernel_ns, probe_ns = spins(variant)
-    after_done = (
-        f"    if (g_probing ? {probe_ns} >= 0 : {kernel_ns} >= 0)\n"
-        f"        test_after_call(g_probing ? {probe_ns}LL : {kernel_ns}LL);\n"
-    )
-    text = HOST_SOURCE.read_text()
-    for old, new in (
-        (COUNT_COMMAND, SPIN_KERNEL + AFTER_CALL + COUNT_COMMAND),
-        (DONE_WRITE, DONE_WRITE + after_done),
-    ):
-        if text.count(old) != 1:
-            raise SystemExit(f"the host's source changed; the patch no longer applies: {old}")
-        text = text.replace(old, new)
+    """The kernels' host with the variant's spins, one warp each (the GPU tests' patches)."""
     name = "keep_alive_" + variant.replace("+", "_")
-    source = folder / f"{name}.cu"
-    source.write_text(text)
-    host = folder / name
-    subprocess.run(["nvcc", "-O2", "-o", str(host), str(source), "-ldl"], check=True)
-    return host
+    return patched_host(folder, name, after_each_call_patches("1", 32, *spins(variant)))
 
 
 def main() -> None:

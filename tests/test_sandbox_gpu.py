@@ -452,7 +452,7 @@ def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
 # fenced, off by default) it passed 2.6-5.2% fast. With the trailing launch (16:23 the same
 # day) the reverse: unfenced it passed at 1.034 (its own calls slowed to 0.191 ms, FA3's as
 # much), fenced it lost (0.183): the two tests below.
-AFTER_CALL = r"""void test_after_call() {
+AFTER_CALL = r"""void test_after_call(long long ns) {
     static cudaStream_t side = nullptr;
     static cudaEvent_t done = nullptr;
     static int sms = 0;
@@ -463,21 +463,26 @@ AFTER_CALL = r"""void test_after_call() {
     }
     cudaEventRecord(done, g_stream);
     cudaStreamWaitEvent(side, done, 0);
-    ks_test_spin_ns<<<GRID, THREADS, 0, side>>>(SPIN_NS);
+    ks_test_spin_ns<<<GRID, THREADS, 0, side>>>(ns);
 }
 """
 
 
-def after_each_call_patches(grid: str, threads: int, ns: int | None) -> tuple[tuple[str, str], ...]:
+def after_each_call_patches(
+    grid: str, threads: int, ns: int | None, probe_ns: int | None = None
+) -> tuple[tuple[str, str], ...]:
     """The host with ``grid`` blocks (``sms``: the GPU's SM count) of ``threads`` spinning ``ns``
-    nanoseconds on a side stream after each of its kernel's calls, its DONE written; ``ns``
-    None: the same build with that code compiled in and never started."""
+    nanoseconds on a side stream after each of its kernel's calls, its DONE written, and
+    ``probe_ns`` after each of the judge's probe's calls (benchmarks/keep_alive_sweep.py); None
+    for either: not started there (both None: the same build, that code never started)."""
     code = AFTER_CALL.replace("GRID", grid).replace("THREADS", str(threads))
-    code = code.replace("SPIN_NS", str(ns or 0))
     patches = ((COUNT_COMMAND, SPIN_KERNEL + code + COUNT_COMMAND),)
-    if ns is None:
-        return patches
-    return (*patches, (DONE_WRITE, DONE_WRITE + "    if (g_probing == false) test_after_call();\n"))
+    after_done = ""
+    if ns is not None:
+        after_done += f"    if (g_probing == false) test_after_call({ns}LL);\n"
+    if probe_ns is not None:
+        after_done += f"    if (g_probing) test_after_call({probe_ns}LL);\n"
+    return (*patches, (DONE_WRITE, DONE_WRITE + after_done)) if after_done else patches
 
 
 HEAT_AFTER_CALL_PATCHES = after_each_call_patches("sms * 2", 256, 1_000_000)
