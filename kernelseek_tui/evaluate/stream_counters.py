@@ -8,11 +8,11 @@ other, 6.2 us (docs/BENCHMARKS.md, "Handing a call to another process"). CuPy do
 these functions; ctypes reaches them in the driver library that CuPy has already loaded.
 
 How a hand-over is chosen: ``KERNELSEEK_HANDOVER`` ("counters", the default, "events", or
-"fenced": the counters with the judge's GPU fence after each DONE, evaluate/gpu_fence.py, not
-yet run on a GPU), read where a kernel's process is started. The counters became the default
-on 2026-12-06, once they had passed the judge's GPU tests (tests/test_sandbox_gpu.py, H100,
-under MPS) and measured 5.6 us a call in the judge against the events' 12.0
-(benchmarks/sandbox_handover.py, same machine, same hour).
+"fenced": the counters with the judge's GPU fence after each DONE, evaluate/gpu_fence.py; run
+on an H100 since 2026-12-06, off by default), read where a kernel's process is started. The
+counters became the default on 2026-12-06, once they had passed the judge's GPU tests
+(tests/test_sandbox_gpu.py, H100, under MPS) and measured 5.6 us a call in the judge against
+the events' 12.0 (benchmarks/sandbox_handover.py, same machine, same hour).
 """
 
 from __future__ import annotations
