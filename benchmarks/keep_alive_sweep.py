@@ -72,7 +72,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", default="off,0,2000,20000,200000,0p,20000p")
     parser.add_argument("--rounds", type=int, default=1, help="passes over the variants")
-    parser.add_argument("--handovers", default="counters", help="KERNELSEEK_HANDOVER values")
+    parser.add_argument(
+        "--handovers", default="fenced", help="KERNELSEEK_HANDOVER values (fenced: the default)"
+    )
     parser.add_argument("--source", default=str(ROOT / "kernels/flash_fwd/sm90.cu"))
     args = parser.parse_args()
     variants = args.variants.split(",")

@@ -12,8 +12,8 @@
 # shape within 3%). Each prints what it measured; nothing is decided here.
 # FA_BENCH_ARGS adds fa_bench options to the bench part (e.g. "--aa-peers --dobench-turn 4"),
 # FA_BENCH_TIMEOUT its limit in seconds (default 300). HANDOVERS names the hand-overs the bench
-# part judges with, one isolated run each against the one fa_bench run (default "counters";
-# "counters fenced" for the check the fenced mode needs before it can be the default).
+# part judges with, one isolated run each against the one fa_bench run (default "fenced", the
+# judge's default; "fenced counters" to compare the two).
 set -uo pipefail
 part=${1:-}
 : "${OUT:?OUT names the folder for the results}"
@@ -33,7 +33,7 @@ loop)
     head -4 "$OUT/full.txt"
     ;;
 bench)
-    handovers=${HANDOVERS:-counters}
+    handovers=${HANDOVERS:-fenced}
     for handover in $handovers; do
         KERNELSEEK_HANDOVER=$handover timeout 150 python3 -m kernelseek_tui eval kernels/flash_fwd \
             --source "$source_file" --set bench --isolation process --json \

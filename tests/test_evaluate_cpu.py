@@ -392,12 +392,12 @@ print(seal.line({"type": "done"}), flush=True)
     assert "isolation: process" in format_summary(judged)
     loaded_beside = in_process.device["name"]
     assert loaded_beside.startswith("in-process|") and loaded_beside.endswith("|none")
-    # A call timed across processes carries the hand-over (the counters by default, and here
+    # A call timed across processes carries the hand-over (fenced by default, and here
     # with no MPS server, the contexts' switching too), which the worker measures and takes
     # out: its cached times are its own; the kernels' host and the judge's empty kernel (the
     # hand-over's measure) are built before the worker starts.
     key = loaded_beside.split("|")[1]
-    assert isolated == "process|" + key + "-process-counters-no-mps-net-own|built+probe"
+    assert isolated == "process|" + key + "-process-fenced-no-mps-net-own|built+probe"
     assert "GPU shared through: none (KERNELSEEK_MPS=off)" in format_summary(judged)
     with pytest.raises(KernelseekError, match="isolation must be one of"):
         api.evaluate(task, source, sets=["quick"], isolation="container")

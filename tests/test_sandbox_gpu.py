@@ -6,11 +6,12 @@ with the reason it gets in-process (or the reason the host gives for the same ca
 kernel's process is shown to hold no Python. Written 2026-12-04 on a machine with no GPU; the
 CPU side of the host is tested in tests/test_sandbox_host.py.
 
-Every test here runs with the hand-over ``KERNELSEEK_HANDOVER`` names (counters by default);
-run the file once more with ``KERNELSEEK_HANDOVER=events`` for the other
-(evaluate/stream_counters.py). The kernels' processes and the worker share the GPU through
-the judge's own MPS server (evaluate/private_mps.py), or the one ``CUDA_MPS_PIPE_DIRECTORY``
-names, or none with ``KERNELSEEK_MPS=off``.
+Every test here runs with the hand-over ``KERNELSEEK_HANDOVER`` names (fenced by default);
+run the file once more with ``KERNELSEEK_HANDOVER=counters`` or ``events`` for the others
+(evaluate/stream_counters.py); the tests that compare hand-overs name theirs. The kernels'
+processes and the worker share the GPU through the judge's own MPS server
+(evaluate/private_mps.py), or the one ``CUDA_MPS_PIPE_DIRECTORY`` names, or none with
+``KERNELSEEK_MPS=off``.
 """
 
 from __future__ import annotations
@@ -447,11 +448,11 @@ def test_with_the_fence_a_done_written_while_the_call_runs_gains_nothing(
 # a stream of its own: the work starts once the call is done and runs through the next
 # callable's turn in the interleaved run (a peer's, or the best so far's), slowing it, and ends
 # before the candidate's own next turn, so no tail of the candidate's sees it. Before the judge's
-# trailing launch, the default judge caught it by the judged call's cross-check (wall time per
-# call against the stream's: H100, 2026-12-06, 4 runs of 4), and fenced (KERNELSEEK_HANDOVER=
-# fenced, off by default) it passed 2.6-5.2% fast. With the trailing launch (16:23 the same
-# day) the reverse: unfenced it passed at 1.034 (its own calls slowed to 0.191 ms, FA3's as
-# much), fenced it lost (0.183): the two tests below.
+# trailing launch, the counters caught it by the judged call's cross-check (wall time per call
+# against the stream's: H100, 2026-12-06, 4 runs of 4), and fenced it passed 2.6-5.2% fast.
+# With the trailing launch (16:23 the same day) the reverse: with the counters alone it passed
+# at 1.034 (its own calls slowed to 0.191 ms, FA3's as much), fenced it lost (0.183): the two
+# tests below. Fenced has been the default since (evaluate/stream_counters.py says when).
 AFTER_CALL = r"""void test_after_call(long long ns) {
     static cudaStream_t side = nullptr;
     static cudaEvent_t done = nullptr;
@@ -522,17 +523,19 @@ def test_fenced_a_candidate_heating_the_gpu_after_each_call_gains_nothing(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known hole since the judge's trailing launch (docs/RELIABILITY.md, 'A process that "
-    "lowers its own hand-over'): on an H100, 2026-12-06 16:23, it passed unfenced at x FA3 "
-    "1.034, its calls 0.191 ms against 0.112 idle (FA3 slowed as much); before the trailing "
-    "launch the cross-check caught it 4 times of 4",
+    reason="the counters' hole since the judge's trailing launch, why fenced is the default "
+    "(docs/RELIABILITY.md, 'A process that lowers its own hand-over'): on an H100, 2026-12-06 "
+    "16:23, it passed with the counters at x FA3 1.034, its calls 0.191 ms against 0.112 idle "
+    "(FA3 slowed as much); before the trailing launch the cross-check caught it 4 times of 4",
 )
-def test_a_candidate_heating_the_gpu_after_each_call_is_caught_by_the_default_judge(
+def test_with_the_counters_a_candidate_heating_the_gpu_after_each_call_is_caught(
     task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import kernelseek_tui.evaluate.api as api
+    from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
 
     source = TASK_DIR / "sm90.cu"
+    monkeypatch.setenv(HANDOVER_VARIABLE, "counters")
     host = patched_host(tmp_path, "heat_after_call_host", HEAT_AFTER_CALL_PATCHES)
     monkeypatch.setattr(api, "host_executable", lambda: host)
     unfenced = isolated(task, source, scenarios_file=TIMED)

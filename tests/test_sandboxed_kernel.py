@@ -339,11 +339,11 @@ def test_the_hand_over_is_chosen_by_name_and_a_wrong_name_is_refused(
     from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE, default_handover
 
     monkeypatch.delenv(HANDOVER_VARIABLE, raising=False)
-    assert default_handover() == "counters"
+    assert default_handover() == "fenced"
     monkeypatch.setenv(HANDOVER_VARIABLE, "events")
     assert default_handover() == "events"
-    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
-    assert default_handover() == "fenced"
+    monkeypatch.setenv(HANDOVER_VARIABLE, "counters")
+    assert default_handover() == "counters"
     monkeypatch.setenv(HANDOVER_VARIABLE, "pigeons")
     with pytest.raises(ValueError, match="KERNELSEEK_HANDOVER must be one of events, counters"):
         default_handover()
