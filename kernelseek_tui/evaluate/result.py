@@ -110,8 +110,8 @@ class EvalResult:
     # Where the kernels ran while judged: "in-process" (loaded into the judge's worker) or
     # "process" (each in a process of its own): a figure's method, recorded with it.
     isolation: str = "in-process"
-    # With isolation "process", how each call was handed to a kernel's process: "events" or
-    # "counters" (evaluate/stream_counters.py); None in-process.
+    # With isolation "process", how each call was handed to a kernel's process: "fenced" (the
+    # default), "counters" or "events" (evaluate/stream_counters.py); None in-process.
     handover: str | None = None
     # With isolation "process" and the flushed method, what the hand-over added to each of the
     # candidate's calls, in microseconds, measured with the judge's empty kernel in the

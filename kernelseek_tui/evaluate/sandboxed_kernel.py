@@ -74,8 +74,8 @@ class SandboxedKernel:
         counters: StreamCounters | None = None,
         fence: Any = None,
     ) -> None:
-        """``handover``: "counters", "events" or "fenced" (None: ``KERNELSEEK_HANDOVER``, else
-        counters); ``counters``: the driver's stream memory operations, ``fence``: the judge's
+        """``handover``: "fenced", "counters" or "events" (None: ``KERNELSEEK_HANDOVER``, else
+        fenced); ``counters``: the driver's stream memory operations, ``fence``: the judge's
         GPU fence for "fenced" (evaluate/gpu_fence.GpuFence; stand-ins in tests)."""
         self._cp, self._stream, self.who = cp, stream, who
         self.handover = handover or default_handover()

@@ -37,7 +37,7 @@ class StreamCounterError(Exception):
 
 
 def default_handover() -> str:
-    """The hand-over named by ``KERNELSEEK_HANDOVER``, "counters" when unset."""
+    """The hand-over named by ``KERNELSEEK_HANDOVER``, "fenced" when unset."""
     chosen = os.environ.get(HANDOVER_VARIABLE, "fenced")
     if chosen not in HANDOVERS:
         choices = ", ".join(HANDOVERS)
