@@ -340,12 +340,13 @@ def test_every_head_dim_can_take_the_stale_step(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("stale", [False, True], ids=["exact", "stale"])
 def test_the_next_tile_s_first_softmax_runs_under_the_last_p_v(tmp_path: Path, stale) -> None:
-    """SM90_CROSS_TILE=1 (built 2026-12-05, not yet run on a GPU): where it applies (two Q
-    buffers: d64, and d128's 128-key tiles) the build has a third wait for an S alone, in the
-    turn that issues a tile's last P V with the next tile's first S, and that S's softmax runs
-    before the wait for the P V, as a steady step's does (ptxas hoists the wait above the
-    exponentials unless a branch ends their block: sm90.cu releases K there). Most of them
-    under it: 58 of 64 at d128 (CUDA 13.0). Not d64's exact three-consumer kernel, which the
+    """SM90_CROSS_TILE=1 (built 2026-12-05; correct on the GPU since, its test in
+    tests/test_sm90_gpu.py passed on an H200 and an H100 on 2026-12-06; not yet timed): where it
+    applies (two Q buffers: d64, and d128's 128-key tiles) the build has a third wait for an S
+    alone, in the turn that issues a tile's last P V with the next tile's first S, and that S's
+    softmax runs before the wait for the P V, as a steady step's does (ptxas hoists the wait
+    above the exponentials unless a branch ends their block: sm90.cu releases K there). Most of
+    them under it: 58 of 64 at d128 (CUDA 13.0). Not d64's exact three-consumer kernel, which the
     default launch never uses (d64 takes the stale kernels from 0 keys): there ptxas puts the
     wait first. The kernels it does not apply to keep their two steady loops."""
     kernels = sass_by_kernel(tmp_path, {"SM90_CROSS_TILE": 1}, stale=stale)
