@@ -489,6 +489,18 @@ def after_each_call_patches(
 HEAT_AFTER_CALL_PATCHES = after_each_call_patches("sms * 2", 256, 1_000_000)
 
 
+def judged_in_host(task, host: Path, monkeypatch: pytest.MonkeyPatch, handover: str | None = None):
+    """sm90.cu judged isolated on the one timed scenario, its process run by ``host`` (a patched
+    build), with ``handover`` (None: whatever ``KERNELSEEK_HANDOVER`` already names)."""
+    import kernelseek_tui.evaluate.api as api
+    from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
+
+    if handover is not None:
+        monkeypatch.setenv(HANDOVER_VARIABLE, handover)
+    monkeypatch.setattr(api, "host_executable", lambda: host)
+    return isolated(task, TASK_DIR / "sm90.cu", scenarios_file=TIMED)
+
+
 def test_fenced_a_candidate_heating_the_gpu_after_each_call_gains_nothing(
     task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -496,19 +508,12 @@ def test_fenced_a_candidate_heating_the_gpu_after_each_call_gains_nothing(
     # sample. With the judge's trailing launch (2026-12-06 16:23, H100): x FA3 0.183 heated
     # against 1.002 idle. Before it, the heater read 2.6-5.2% fast fenced (its launch after
     # each call lowered its process's hand-over; docs/RELIABILITY.md).
-    import kernelseek_tui.evaluate.api as api
-    from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
-
-    source = TASK_DIR / "sm90.cu"
-    monkeypatch.setenv(HANDOVER_VARIABLE, "fenced")
     host = patched_host(tmp_path, "heat_after_call_host", HEAT_AFTER_CALL_PATCHES)
-    monkeypatch.setattr(api, "host_executable", lambda: host)
-    heated = isolated(task, source, scenarios_file=TIMED)
+    heated = judged_in_host(task, host, monkeypatch, "fenced")
     # The same code in a host built the same way (nvcc, the heater compiled in) that never
     # starts the heater: what the fence and the build alone do to x FA3.
     control = patched_host(tmp_path, "heater_never_called_host", HEAT_AFTER_CALL_PATCHES[:1])
-    monkeypatch.setattr(api, "host_executable", lambda: control)
-    idle = isolated(task, source, scenarios_file=TIMED)
+    idle = judged_in_host(task, control, monkeypatch, "fenced")
     print(
         f"x FA3 fenced, idle / heated: {idle.summary.vs_fa3} / {heated.summary.vs_fa3} "
         f"({heated.verdict} {heated.reasons}); hand-overs {idle.handovers_us} / "
@@ -531,14 +536,8 @@ def test_fenced_a_candidate_heating_the_gpu_after_each_call_gains_nothing(
 def test_with_the_counters_a_candidate_heating_the_gpu_after_each_call_is_caught(
     task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kernelseek_tui.evaluate.api as api
-    from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE
-
-    source = TASK_DIR / "sm90.cu"
-    monkeypatch.setenv(HANDOVER_VARIABLE, "counters")
     host = patched_host(tmp_path, "heat_after_call_host", HEAT_AFTER_CALL_PATCHES)
-    monkeypatch.setattr(api, "host_executable", lambda: host)
-    unfenced = isolated(task, source, scenarios_file=TIMED)
+    unfenced = judged_in_host(task, host, monkeypatch, "counters")
     print(
         f"unfenced: {unfenced.verdict} {unfenced.reasons} x FA3 {unfenced.summary.vs_fa3} "
         f"ms {[s.ms for s in unfenced.scenarios]} hand-overs {unfenced.handovers_us}"
@@ -572,15 +571,11 @@ KEEP_ALIVE_PATCHES = keep_alive_patches(20000)
 def test_a_process_kept_busy_after_each_call_reads_no_faster_than_the_same_build_idle(
     task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kernelseek_tui.evaluate.api as api
-
-    source = TASK_DIR / "sm90.cu"
     idle = patched_host(tmp_path, "keep_alive_never_called", keep_alive_patches(None))
     busy = patched_host(tmp_path, "keep_alive_host", KEEP_ALIVE_PATCHES)
     runs = {}
     for name, host in (("idle", idle), ("busy", busy), ("idle again", idle), ("busy again", busy)):
-        monkeypatch.setattr(api, "host_executable", lambda host=host: host)
-        runs[name] = isolated(task, source, scenarios_file=TIMED)
+        runs[name] = judged_in_host(task, host, monkeypatch)
     print(
         "x FA3, ms, hand-overs (us): "
         + "; ".join(
