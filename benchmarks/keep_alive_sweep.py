@@ -7,7 +7,7 @@ warp for 20 us on a side stream after each call read sm90.cu 4.6-5.5% fast again
 candidate's time net and gross of the hand-over, FA3's time and the hand-over taken out. Run by
 hand on the GPU box (not in CI):
 
-    python3 benchmarks/keep_alive_sweep.py [--variants off,0,2000,20000,200000,0p,20000p]
+    python3 benchmarks/keep_alive_sweep.py [--variants off,0,2000,20000,200000,0p,20000p,w4000]
                                            [--rounds 1] [--handovers counters]
 
 A variant names what runs after each call, one warp on a side stream of the process's, once the
@@ -18,7 +18,11 @@ call's DONE is written:
 - ``Np``: the same after every call, the judge's probe's included: the defence "the judge's host
   does the same work after every call" in a cheater's clothes;
 - ``N+Mp``: M ns after every call and N after the kernel's (the longer of the two runs): a
-  cheater on top of that defence.
+  cheater on top of that defence;
+- ``wN``: no launch; the host's thread waits N ns on the CPU after each of the kernel's calls'
+  DONE (what a launch costs that thread), putting off the judge's trailing launch and the reply
+  as a launch of the cheat's would. Reading as ``0`` points at the timing of the judge's own
+  launches, not at the cheat's launch.
 Each variant runs once per hand-over named (``KERNELSEEK_HANDOVER``: counters, fenced). A gain
 that grows with N points at the process's state when its next GO comes; one that ``0``
 already gives, at a launch after the call; ``Np`` reading as ``off`` means a probe measured in
@@ -39,20 +43,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the GPU tests' host patches, one copy of them
 
 from test_evaluate_gpu import TIMED  # noqa: E402
-from test_sandbox_gpu import after_each_call_patches, patched_host  # noqa: E402
+from test_sandbox_gpu import (  # noqa: E402
+    after_each_call_patches,
+    patched_host,
+    wait_after_call_patches,
+)
 
 import kernelseek_tui.evaluate.api as api  # noqa: E402
 from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE  # noqa: E402
 from kernelseek_tui.task import load_task  # noqa: E402
 
 VARIANT = re.compile(r"^(?:off|(\d+)(?:\+(\d+)p|(p))?)$")
+WAIT_VARIANT = re.compile(r"^w(\d+)$")
 
 
 def spins(variant: str) -> tuple[int | None, int | None]:
     """(ns after the kernel's calls, ns after the probe's), None for none."""
     match = VARIANT.match(variant)
     if match is None:
-        raise SystemExit(f"not a variant: {variant!r} (off, N, Np or N+Mp)")
+        raise SystemExit(f"not a variant: {variant!r} (off, N, Np, N+Mp or wN)")
     if variant == "off":
         return None, None
     n = int(match.group(1))
@@ -62,9 +71,19 @@ def spins(variant: str) -> tuple[int | None, int | None]:
     return n, (n if match.group(3) else None)
 
 
+def check_variant(variant: str) -> None:
+    """Exits with the variants' syntax when ``variant`` is none of them."""
+    if WAIT_VARIANT.match(variant) is None:
+        spins(variant)
+
+
 def build_host(folder: Path, variant: str) -> Path:
-    """The kernels' host with the variant's spins, one warp each (the GPU tests' patches)."""
+    """The kernels' host with the variant's spins, one warp each, or its wait on the CPU (the
+    GPU tests' patches)."""
     name = "keep_alive_" + variant.replace("+", "_")
+    wait = WAIT_VARIANT.match(variant)
+    if wait is not None:
+        return patched_host(folder, name, wait_after_call_patches(int(wait.group(1))))
     return patched_host(folder, name, after_each_call_patches("1", 32, *spins(variant)))
 
 
@@ -79,7 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     variants = args.variants.split(",")
     for variant in variants:
-        spins(variant)
+        check_variant(variant)
     task = load_task(ROOT / "kernels/flash_fwd")
     with tempfile.TemporaryDirectory() as folder:
         hosts = {v: build_host(Path(folder), v) for v in variants}

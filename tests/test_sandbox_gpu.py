@@ -567,6 +567,33 @@ def keep_alive_patches(ns: int | None) -> tuple[tuple[str, str], ...]:
 
 KEEP_ALIVE_PATCHES = keep_alive_patches(20000)
 
+# The host's own thread held ``ns`` nanoseconds on the CPU after each of its kernel's calls'
+# DONE, launching nothing: what a launch after the call costs the host's thread, without the
+# launch. Fenced, a zero-length launch after each call still read 1-2% fast (H100, 2026-12-06,
+# 21:15); that launch also puts off the judge's trailing launch, which comes next on the same
+# thread. If this reads as fast, the timing of the judge's own launches is the cause, not a
+# launch of the candidate's (benchmarks/keep_alive_sweep.py, variant ``wN``; not yet run).
+WAIT_AFTER_CALL = r"""void test_wait_after_call(long long ns) {
+    timespec began, now;
+    clock_gettime(CLOCK_MONOTONIC, &began);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - began.tv_sec) * 1000000000LL + (now.tv_nsec - began.tv_nsec) < ns);
+}
+"""
+
+
+def wait_after_call_patches(ns: int) -> tuple[tuple[str, str], ...]:
+    """The host whose thread waits ``ns`` nanoseconds after each of its kernel's calls' DONE
+    (not after the probe's), before the judge's trailing launch and the reply."""
+    return (
+        (COUNT_COMMAND, WAIT_AFTER_CALL + COUNT_COMMAND),
+        (DONE_WRITE, DONE_WRITE + f"    if (g_probing == false) test_wait_after_call({ns}LL);\n"),
+    )
+
+
+WAIT_AFTER_CALL_PATCHES = wait_after_call_patches(4000)
+
 
 def test_a_process_kept_busy_after_each_call_reads_no_faster_than_the_same_build_idle(
     task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

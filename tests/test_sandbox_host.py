@@ -564,6 +564,7 @@ def test_the_gpu_tests_patched_hosts_still_apply_to_the_host_source() -> None:
         HEAT_AFTER_CALL_PATCHES,
         HEATER_PATCHES,
         KEEP_ALIVE_PATCHES,
+        WAIT_AFTER_CALL_PATCHES,
     )
 
     from kernelseek_tui.evaluate.sandbox_host import HOST_SOURCE
@@ -575,6 +576,7 @@ def test_the_gpu_tests_patched_hosts_still_apply_to_the_host_source() -> None:
         *FENCE_PROBE_PATCHES,
         *HEAT_AFTER_CALL_PATCHES,
         *KEEP_ALIVE_PATCHES,
+        *WAIT_AFTER_CALL_PATCHES,
     )
     for old, _new in patches:
         assert text.count(old) == 1, old
