@@ -71,20 +71,18 @@ def spins(variant: str) -> tuple[int | None, int | None]:
     return n, (n if match.group(3) else None)
 
 
-def check_variant(variant: str) -> None:
-    """Exits with the variants' syntax when ``variant`` is none of them."""
-    if WAIT_VARIANT.match(variant) is None:
-        spins(variant)
+def host_patches(variant: str) -> tuple[tuple[str, str], ...]:
+    """The GPU tests' patches for the variant: its spins, one warp each, or its wait on the CPU;
+    exits with the variants' syntax when ``variant`` is none of them."""
+    wait = WAIT_VARIANT.match(variant)
+    if wait is not None:
+        return wait_after_call_patches(int(wait.group(1)))
+    return after_each_call_patches("1", 32, *spins(variant))
 
 
 def build_host(folder: Path, variant: str) -> Path:
-    """The kernels' host with the variant's spins, one warp each, or its wait on the CPU (the
-    GPU tests' patches)."""
-    name = "keep_alive_" + variant.replace("+", "_")
-    wait = WAIT_VARIANT.match(variant)
-    if wait is not None:
-        return patched_host(folder, name, wait_after_call_patches(int(wait.group(1))))
-    return patched_host(folder, name, after_each_call_patches("1", 32, *spins(variant)))
+    """The kernels' host built with the variant's patches."""
+    return patched_host(folder, "keep_alive_" + variant.replace("+", "_"), host_patches(variant))
 
 
 def main() -> None:
@@ -98,7 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     variants = args.variants.split(",")
     for variant in variants:
-        check_variant(variant)
+        host_patches(variant)  # a wrong name stops here, before any build
     task = load_task(ROOT / "kernels/flash_fwd")
     with tempfile.TemporaryDirectory() as folder:
         hosts = {v: build_host(Path(folder), v) for v in variants}
