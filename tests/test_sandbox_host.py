@@ -201,9 +201,11 @@ def test_a_fault_found_later_is_reported_by_the_watcher(
         rig.bind([], [])
         assert rig.host.ask("call", 0, 0) == "0"
         assert seen.wait(5), "the watcher never reported the fault"
+        # Rig sends device, slot, load, two buffers and bind before it: the call is the 7th.
         assert reported == [
             "the best kernel's kernel faulted: cudaErrorIllegalAddress: "
-            "an illegal memory access was encountered"
+            "an illegal memory access was encountered (found after its process's command 7, "
+            "'call 0 0')"
         ]
     finally:
         rig.host.close()

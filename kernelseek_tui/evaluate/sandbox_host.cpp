@@ -85,6 +85,8 @@ int g_reply_fd = -1;
 int g_fault_fd = -1;
 
 cudaStream_t g_stream = nullptr;
+// The judge's trailing launch's stream ("trail", below); null until then.
+cudaStream_t g_trail_stream = nullptr;
 // The driver's stream memory operations (cuStreamWaitValue32, cuStreamWriteValue32), fetched
 // through the runtime so the host needs no link to the driver library. Their CUresult is an
 // int, CUstream a cudaStream_t, CUdeviceptr a 64-bit address; flags 0 are "wait until >="
@@ -152,17 +154,54 @@ bool parse_long(const std::string &text, long long *out) {
     return end != text.c_str() && *end == '\0';
 }
 
-// Polls the stream: an asynchronous error (the candidate's kernel faulted) is sticky, so the
+// The command being handled, or the last one handled, and how many came before it: the fault
+// line names them. Why: a fault's reason said only the judge's phase ("setup"), which spans
+// a dozen commands; one on an H100 (2026-12-06) could not be placed. Guarded, as the watcher
+// thread reads it.
+pthread_mutex_t g_command_lock = PTHREAD_MUTEX_INITIALIZER;
+std::string g_last_command;
+long long g_commands = 0;
+
+// Its first words only, each cut short: enough to place it, never a line of handles.
+void note_command(const std::vector<std::string> &w) {
+    std::string text;
+    for (size_t i = 0; i < w.size() && i < 3; ++i) {
+        if (i > 0) text += ' ';
+        text += w[i].size() > 16 ? w[i].substr(0, 16) + "..." : w[i];
+    }
+    pthread_mutex_lock(&g_command_lock);
+    g_last_command = text;
+    ++g_commands;
+    pthread_mutex_unlock(&g_command_lock);
+}
+
+std::string last_command() {
+    pthread_mutex_lock(&g_command_lock);
+    std::string text = "its process's command " + std::to_string(g_commands) + ", '" +
+                        g_last_command + "'";
+    pthread_mutex_unlock(&g_command_lock);
+    return text;
+}
+
+// Polls the streams: an asynchronous error (the candidate's kernel faulted) is sticky, so the
 // next call would fail anyway; saying so now lets the judge name it while its own stream still
-// waits on DONE.
+// waits on DONE. The trailing launch's stream too (set by "trail"): an error only there would
+// otherwise go unseen until the next trailing launch.
 void *watch_stream(void *) {
     const timespec pause = {0, 20 * 1000 * 1000};
     for (;;) {
         nanosleep(&pause, nullptr);
         if (g_stream == nullptr) continue;
+        const char *where = "";
         cudaError_t state = cudaStreamQuery(g_stream);
+        cudaStream_t trail = g_trail_stream;
+        if ((state == cudaSuccess || state == cudaErrorNotReady) && trail != nullptr) {
+            state = cudaStreamQuery(trail);
+            where = " on the judge's trailing stream";
+        }
         if (state == cudaSuccess || state == cudaErrorNotReady) continue;
-        std::string line = "fault " + cuda_text(state) + "\n";
+        std::string line =
+            "fault " + cuda_text(state) + " (found" + where + " after " + last_command() + ")\n";
         write_all(g_fault_fd, line.data(), line.size());
         _exit(4);
     }
@@ -217,7 +256,6 @@ bool g_probing = false;
 // empty_kernel.cu): the probe's kernel trailing its own calls did not lower the probe's
 // hand-over where a different kernel did (same H100 session).
 bool g_trail = false;
-cudaStream_t g_trail_stream = nullptr;
 cudaEvent_t g_trail_event = nullptr;
 
 #ifdef __CUDACC__
@@ -487,6 +525,7 @@ int main(int argc, char **argv) {
         }
         std::vector<std::string> w = words(line);
         if (w.empty()) continue;
+        note_command(w);
         const std::string &name = w[0];
         std::string answer;
         if (name == "quit") {
