@@ -87,6 +87,24 @@ int g_fault_fd = -1;
 cudaStream_t g_stream = nullptr;
 // The judge's trailing launch's stream ("trail", below); null until then.
 cudaStream_t g_trail_stream = nullptr;
+// Held while a stream is made and published, and while the watcher thread queries the streams:
+// the watcher must never see a stream the runtime is still making. Both streams are made into
+// a local and published under it. Why: on an H200 (2026-12-06, 23:09) a new host's watcher
+// found "invalid resource handle" on the trailing stream right after "trail" (the stream was
+// then made straight into the global the watcher reads), and once on an H100 (21:05) one in
+// "setup" on the call stream; each failed an evaluation whose kernel had not run yet. That the
+// runtime writes the handle before it answers for it is the likely cause, not a proven one.
+pthread_mutex_t g_streams_lock = PTHREAD_MUTEX_INITIALIZER;
+
+// Makes a stream and publishes it in ``*published`` (under g_streams_lock).
+cudaError_t make_stream(cudaStream_t *published) {
+    pthread_mutex_lock(&g_streams_lock);
+    cudaStream_t made = nullptr;
+    cudaError_t error = cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking);
+    if (error == cudaSuccess) *published = made;
+    pthread_mutex_unlock(&g_streams_lock);
+    return error;
+}
 // The driver's stream memory operations (cuStreamWaitValue32, cuStreamWriteValue32), fetched
 // through the runtime so the host needs no link to the driver library. Their CUresult is an
 // int, CUstream a cudaStream_t, CUdeviceptr a 64-bit address; flags 0 are "wait until >="
@@ -191,14 +209,14 @@ void *watch_stream(void *) {
     const timespec pause = {0, 20 * 1000 * 1000};
     for (;;) {
         nanosleep(&pause, nullptr);
-        if (g_stream == nullptr) continue;
+        pthread_mutex_lock(&g_streams_lock);
         const char *where = "";
-        cudaError_t state = cudaStreamQuery(g_stream);
-        cudaStream_t trail = g_trail_stream;
-        if ((state == cudaSuccess || state == cudaErrorNotReady) && trail != nullptr) {
-            state = cudaStreamQuery(trail);
+        cudaError_t state = g_stream == nullptr ? cudaSuccess : cudaStreamQuery(g_stream);
+        if ((state == cudaSuccess || state == cudaErrorNotReady) && g_trail_stream != nullptr) {
+            state = cudaStreamQuery(g_trail_stream);
             where = " on the judge's trailing stream";
         }
+        pthread_mutex_unlock(&g_streams_lock);
         if (state == cudaSuccess || state == cudaErrorNotReady) continue;
         std::string line =
             "fault " + cuda_text(state) + " (found" + where + " after " + last_command() + ")\n";
@@ -223,7 +241,7 @@ std::string command_device(const std::vector<std::string> &w) {
     }
     cudaError_t error = cudaSetDevice(static_cast<int>(ordinal));
     if (error == cudaSuccess) error = cudaFree(nullptr);  // the context, now
-    if (error == cudaSuccess) error = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking);
+    if (error == cudaSuccess) error = make_stream(&g_stream);
     return error == cudaSuccess ? "ok" : "error " + cuda_text(error);
 }
 
@@ -279,7 +297,7 @@ std::string command_trail(const std::vector<std::string> &w) {
     if (w.size() != 1) return "error usage: trail";
     if (g_launch != nullptr) return "error the trail comes before the probe and the kernel";
     if (g_trail) return "error the trail is set already";
-    cudaError_t error = cudaStreamCreateWithFlags(&g_trail_stream, cudaStreamNonBlocking);
+    cudaError_t error = make_stream(&g_trail_stream);
     if (error == cudaSuccess)
         error = cudaEventCreateWithFlags(&g_trail_event, cudaEventDisableTiming);
     if (error != cudaSuccess) return "error " + cuda_text(error);
