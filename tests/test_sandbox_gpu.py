@@ -199,24 +199,20 @@ def test_the_kernels_process_holds_no_python(tmp_path: Path) -> None:
 # end event, and the timed figure against the device's peak.
 EARLY_DONE_PATCHES = (
     (  # events: DONE recorded before ks_launch
-        "    std::string left;\n"
-        "    int code = launch_candidate(binding->second, &left);\n"
+        "    int code = launch_candidate(launch, binding->second, &left);\n"
         "    // DONE is recorded whatever ks_launch did: the judge's stream waits on it.\n"
         "    error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);\n"
         '    if (error != cudaSuccess) return "error " + cuda_text(error);\n',
         "    error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);\n"
         '    if (error != cudaSuccess) return "error " + cuda_text(error);\n'
-        "    std::string left;\n"
-        "    int code = launch_candidate(binding->second, &left);\n",
+        "    int code = launch_candidate(launch, binding->second, &left);\n",
     ),
     (  # counters: DONE written before ks_launch
-        "    std::string error;\n"
-        "    int code = launch_candidate(binding->second, &error);\n"
+        "    int code = launch_candidate(launch, binding->second, &error);\n"
         "    // DONE is written whatever ks_launch did: the judge's stream waits on it.\n"
         "    result = g_write_value(g_stream, g_done_counter, value, 0);\n",
         "    result = g_write_value(g_stream, g_done_counter, value, 0);\n"
-        "    std::string error;\n"
-        "    int code = launch_candidate(binding->second, &error);\n",
+        "    int code = launch_candidate(launch, binding->second, &error);\n",
     ),
     (  # devsync: "waited 0 us", without waiting
         "std::string command_sync(bool device) {\n",
@@ -480,9 +476,9 @@ def after_each_call_patches(
     patches = ((COUNT_COMMAND, SPIN_KERNEL + code + COUNT_COMMAND),)
     after_done = ""
     if ns is not None:
-        after_done += f"    if (g_probing == false) test_after_call({ns}LL);\n"
+        after_done += f"    if (launch != g_probe_launch) test_after_call({ns}LL);\n"
     if probe_ns is not None:
-        after_done += f"    if (g_probing) test_after_call({probe_ns}LL);\n"
+        after_done += f"    if (launch == g_probe_launch) test_after_call({probe_ns}LL);\n"
     return (*patches, (DONE_WRITE, DONE_WRITE + after_done)) if after_done else patches
 
 
@@ -588,7 +584,10 @@ def wait_after_call_patches(ns: int) -> tuple[tuple[str, str], ...]:
     (not after the probe's), before the judge's trailing launch and the reply."""
     return (
         (COUNT_COMMAND, WAIT_AFTER_CALL + COUNT_COMMAND),
-        (DONE_WRITE, DONE_WRITE + f"    if (g_probing == false) test_wait_after_call({ns}LL);\n"),
+        (
+            DONE_WRITE,
+            DONE_WRITE + f"    if (launch != g_probe_launch) test_wait_after_call({ns}LL);\n",
+        ),
     )
 
 

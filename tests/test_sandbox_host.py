@@ -502,6 +502,41 @@ def test_the_probe_runs_until_the_kernel_replaces_it_and_nothing_replaces_the_ke
         host.close()
 
 
+def test_after_load_a_call_ending_in_probe_runs_the_probe_in_turn_with_the_kernel(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # The hand-over measured in turn (evaluate/handover_cost.py): the probe's calls alternate
+    # with the kernel's once it is loaded, so whatever a call leaves in the process reaches
+    # both. The probe takes no buffer (the judge's empty kernel reads nothing).
+    probe = candidate(tmp_path, "return 5;", name="probe")
+    kernel = candidate(tmp_path, "return 9;", name="kernel")
+    counters = short_dir / "counters"
+    counters.write_bytes(struct.pack("=I", 4) + bytes(124))  # the judge's GO = 4
+    host = SandboxHost(fake_host, extra_environment={"KS_FAKE_LOG": str(short_dir / "log")})
+    try:
+        host.ask("device", 0)
+        host.ask("slot", 0, handle("go0"), handle("done0"))
+        host.ask("counters", handle(str(counters)))
+        host.ask(bind_command(0, [], [], []))
+        with pytest.raises(SandboxError, match="the candidate is not loaded"):
+            host.ask("count", 0, 1)
+        with pytest.raises(SandboxError, match="no probe was given"):
+            host.ask("count", 0, 1, "probe")
+        host.ask("probe", probe)
+        assert host.ask("count", 0, 1) == "5"  # before load, the loaded one is the probe
+        host.ask("load", kernel)
+        assert host.ask("count", 0, 2) == "9"
+        assert host.ask("count", 0, 3, "probe") == "5"
+        assert host.ask("call", 0, 0, "probe") == "5"
+        assert host.ask("call", 0, 0) == "9"
+        with pytest.raises(SandboxError, match="may only be probe"):
+            host.ask("count", 0, 4, "kernel")
+        with pytest.raises(SandboxError, match=r"usage: call <b> <k> \[probe\]"):
+            host.ask("call", 0, 0, "probe", "again")
+    finally:
+        host.close()
+
+
 def test_the_judges_trailing_launch_follows_every_calls_done_the_probes_and_the_kernels(
     fake_host: Path, tmp_path: Path, short_dir: Path
 ) -> None:

@@ -32,15 +32,19 @@
 //   forget <id>                           unmap it (before the judge frees it)
 //   bind <b> <n> <id>:<offset>... <m> <int>... <f> <float-bits-hex>...
 //                                         the arguments of one input set
-//   call <b> <k>                          wait GO[k], ks_launch(bind b), record DONE[k];
-//                                         replies "ok <return code>"
+//   call <b> <k> [probe]                  wait GO[k], ks_launch(bind b), record DONE[k];
+//                                         replies "ok <return code>". With "probe", after
+//                                         load: the probe's ks_launch instead, so the judge can
+//                                         time the probe in turn with the kernel (evaluate/
+//                                         handover_cost.py, "in turn")
 //   counters <mem-hex>                    the other hand-over: map the judge's allocation
 //                                         holding two 32-bit counters (GO at byte 0, DONE at
 //                                         byte 64) and fetch the driver's stream memory
 //                                         operations
-//   count <b> <n>                         wait until GO >= n (on the GPU, cuStreamWaitValue32),
+//   count <b> <n> [probe]                 wait until GO >= n (on the GPU, cuStreamWaitValue32),
 //                                         ks_launch(bind b), write DONE = n
-//                                         (cuStreamWriteValue32); replies "ok <return code>".
+//                                         (cuStreamWriteValue32); replies "ok <return code>";
+//                                         "probe" as for call.
 //                                         Half the hand-over of events under MPS (docs/
 //                                         BENCHMARKS.md, "Handing a call to another process")
 //   sync                                  cudaStreamSynchronize; "ok" or "error <cuda error>"
@@ -262,6 +266,11 @@ std::string command_slot(const std::vector<std::string> &w) {
 
 // True while the kernel loaded is the judge's probe, which one load may replace.
 bool g_probing = false;
+// The probe's ks_launch, kept once the kernel is loaded: a call or count ending in "probe"
+// runs it, so the judge can time it in turn with the kernel's calls, in the state they leave
+// the process in (evaluate/handover_cost.py, "in turn"). It needs no buffer: the judge's
+// empty kernel reads nothing.
+LaunchFn g_probe_launch = nullptr;
 
 // The judge's trailing launch ("trail"): an empty kernel of this host's own after every call's
 // DONE, on a stream of its own that waits for the call's stream. Why: on an H100 (2026-12-06) a
@@ -346,6 +355,7 @@ std::string command_load(const char *line, const char *command) {
     if (launch == nullptr) return "error the library does not export ks_launch";
     g_launch = launch;
     g_probing = probe;
+    if (probe) g_probe_launch = launch;
     return "ok";
 }
 
@@ -420,10 +430,25 @@ std::string command_bind(const std::vector<std::string> &w) {
     return "ok";
 }
 
-// The launch both hand-overs share: the candidate's call, then whether it left work on a
-// default stream. ``error`` is empty when all is well.
-int launch_candidate(Binding &args, std::string *error) {
-    int code = g_launch(args.tensors.data(), args.ints.data(), args.floats.data(), g_stream);
+// Which ks_launch a call or count runs: the loaded one, or with a last word "probe" (at
+// ``plain``, the command's length without it) the probe's. Null, with ``why`` set, if neither.
+LaunchFn chosen_launch(const std::vector<std::string> &w, size_t plain, std::string *why) {
+    if (w.size() == plain) {
+        if (g_launch == nullptr) *why = "error the candidate is not loaded";
+        return g_launch;
+    }
+    if (w[plain] != "probe") {
+        *why = "error the last word of " + w[0] + " may only be probe";
+        return nullptr;
+    }
+    if (g_probe_launch == nullptr) *why = "error no probe was given (probe <path> first)";
+    return g_probe_launch;
+}
+
+// The launch both hand-overs share: ``launch`` (the kernel's or the probe's), then whether it
+// left work on a default stream. ``error`` is empty when all is well.
+int launch_candidate(LaunchFn launch, Binding &args, std::string *error) {
+    int code = launch(args.tensors.data(), args.ints.data(), args.floats.data(), g_stream);
     // The only other streams a kernel can reach (it may not create one) are the default ones;
     // work left on them runs outside the judge's events, beside whatever it times next.
     const char *other = nullptr;
@@ -437,16 +462,17 @@ int launch_candidate(Binding &args, std::string *error) {
 
 std::string command_call(const std::vector<std::string> &w) {
     long long b = 0, k = 0;
-    if (w.size() != 3 || !parse_long(w[1], &b) || !parse_long(w[2], &k))
-        return "error usage: call <b> <k>";
+    if (w.size() < 3 || w.size() > 4 || !parse_long(w[1], &b) || !parse_long(w[2], &k))
+        return "error usage: call <b> <k> [probe]";
     auto binding = g_bindings.find(static_cast<int>(b));
     if (binding == g_bindings.end()) return "error binding " + w[1] + " does not exist";
     if (!g_go.count(static_cast<int>(k))) return "error slot " + w[2] + " does not exist";
-    if (g_launch == nullptr) return "error the candidate is not loaded";
+    std::string left;
+    LaunchFn launch = chosen_launch(w, 3, &left);
+    if (launch == nullptr) return left;
     cudaError_t error = cudaStreamWaitEvent(g_stream, g_go[static_cast<int>(k)], 0);
     if (error != cudaSuccess) return "error " + cuda_text(error);
-    std::string left;
-    int code = launch_candidate(binding->second, &left);
+    int code = launch_candidate(launch, binding->second, &left);
     // DONE is recorded whatever ks_launch did: the judge's stream waits on it.
     error = cudaEventRecord(g_done[static_cast<int>(k)], g_stream);
     if (error != cudaSuccess) return "error " + cuda_text(error);
@@ -487,19 +513,20 @@ std::string command_counters(const std::vector<std::string> &w) {
 
 std::string command_count(const std::vector<std::string> &w) {
     long long b = 0, n = 0;
-    if (w.size() != 3 || !parse_long(w[1], &b) || !parse_long(w[2], &n) || n < 0 ||
-        n > 0xffffffffLL)
-        return "error usage: count <b> <n>";
+    if (w.size() < 3 || w.size() > 4 || !parse_long(w[1], &b) || !parse_long(w[2], &n) ||
+        n < 0 || n > 0xffffffffLL)
+        return "error usage: count <b> <n> [probe]";
     auto binding = g_bindings.find(static_cast<int>(b));
     if (binding == g_bindings.end()) return "error binding " + w[1] + " does not exist";
     if (g_go_counter == 0) return "error the counters are not mapped (counters <mem-hex> first)";
-    if (g_launch == nullptr) return "error the candidate is not loaded";
+    std::string error;
+    LaunchFn launch = chosen_launch(w, 3, &error);
+    if (launch == nullptr) return error;
     unsigned int value = static_cast<unsigned int>(n);
     int result = g_wait_value(g_stream, g_go_counter, value, 0);
     if (result != 0)
         return "error cuStreamWaitValue32 failed (CUresult " + std::to_string(result) + ")";
-    std::string error;
-    int code = launch_candidate(binding->second, &error);
+    int code = launch_candidate(launch, binding->second, &error);
     // DONE is written whatever ks_launch did: the judge's stream waits on it.
     result = g_write_value(g_stream, g_done_counter, value, 0);
     if (result != 0)
