@@ -9,6 +9,7 @@ hand on the GPU box (not in CI):
 
     python3 benchmarks/keep_alive_sweep.py [--variants off,0,2000,20000,200000,0p,20000p,w4000]
                                            [--rounds 1] [--handovers counters]
+                                           [--probe-times before,in-turn]
 
 A variant names what runs after each call, one warp on a side stream of the process's, once the
 call's DONE is written:
@@ -23,7 +24,10 @@ call's DONE is written:
   DONE (what a launch costs that thread), putting off the judge's trailing launch and the reply
   as a launch of the cheat's would. Reading as ``0`` points at the timing of the judge's own
   launches, not at the cheat's launch.
-Each variant runs once per hand-over named (``KERNELSEEK_HANDOVER``: counters, fenced). A gain
+Each variant runs once per hand-over named (``KERNELSEEK_HANDOVER``: counters, fenced) and per
+probe time named (``KERNELSEEK_HANDOVER_PROBE``: before, the default; in-turn, the probe also
+timed with the scenario's calls, evaluate/handover_cost.py; the hand-over printed is then the
+one the scenario's figure is net of). A gain
 that grows with N points at the process's state when its next GO comes; one that ``0``
 already gives, at a launch after the call; ``Np`` reading as ``off`` means a probe measured in
 the same state takes the gain back.
@@ -50,6 +54,7 @@ from test_sandbox_gpu import (  # noqa: E402
 )
 
 import kernelseek_tui.evaluate.api as api  # noqa: E402
+from kernelseek_tui.evaluate.handover_cost import PROBE_TIMES, PROBE_VARIABLE  # noqa: E402
 from kernelseek_tui.evaluate.stream_counters import HANDOVER_VARIABLE  # noqa: E402
 from kernelseek_tui.task import load_task  # noqa: E402
 
@@ -92,24 +97,40 @@ def main() -> None:
     parser.add_argument(
         "--handovers", default="fenced", help="KERNELSEEK_HANDOVER values (fenced: the default)"
     )
+    parser.add_argument(
+        "--probe-times",
+        default="before",
+        help="KERNELSEEK_HANDOVER_PROBE values (before: the default; in-turn)",
+    )
     parser.add_argument("--source", default=str(ROOT / "kernels/flash_fwd/sm90.cu"))
     args = parser.parse_args()
     variants = args.variants.split(",")
     for variant in variants:
         host_patches(variant)  # a wrong name stops here, before any build
+    for when in args.probe_times.split(","):
+        if when not in PROBE_TIMES:
+            raise SystemExit(f"not a probe time: {when!r} ({', '.join(PROBE_TIMES)})")
     task = load_task(ROOT / "kernels/flash_fwd")
     with tempfile.TemporaryDirectory() as folder:
         hosts = {v: build_host(Path(folder), v) for v in variants}
         # The first run again at the end, so drift over the run shows.
         handovers = args.handovers.split(",")
-        order = [(v, h) for _ in range(args.rounds) for h in handovers for v in variants]
+        probe_times = args.probe_times.split(",")
+        order = [
+            (v, h, p)
+            for _ in range(args.rounds)
+            for h in handovers
+            for p in probe_times
+            for v in variants
+        ]
         order.append(order[0])
         print(
-            "variant handover verdict x_fa3 candidate_us gross_us fa3_us handover_us seconds "
-            "reasons"
+            "variant handover probe verdict x_fa3 candidate_us gross_us fa3_us handover_us "
+            "seconds reasons"
         )
-        for variant, handover_mode in order:
+        for variant, handover_mode, probe_when in order:
             os.environ[HANDOVER_VARIABLE] = handover_mode
+            os.environ[PROBE_VARIABLE] = probe_when
             api.host_executable = lambda host=hosts[variant]: host  # type: ignore[assignment]
             began = time.perf_counter()
             result = api.evaluate(
@@ -118,11 +139,16 @@ def main() -> None:
             scenario = result.scenarios[0]
             fa3 = (scenario.peers or {}).get("fa3")
             fa3_ms = getattr(fa3, "ms", None)
-            handover = result.handovers_us.get("the candidate")
+            handover = (
+                scenario.handover_us
+                if scenario.handover_us is not None
+                else result.handovers_us.get("the candidate")
+            )
             net_us = scenario.ms * 1000 if scenario.ms else None
             print(
                 variant,
                 handover_mode,
+                probe_when,
                 result.verdict,
                 f"{result.summary.vs_fa3:.4f}" if result.summary.vs_fa3 else "-",
                 f"{net_us:.2f}" if net_us else "-",

@@ -496,3 +496,126 @@ def test_the_others_are_stopped_then_the_gpu_waited_for_and_let_go_even_when_it_
     ):
         log.append("timing")
     assert log == ["freeze other", "gpu free?", "thaw other"]  # no timing, and let go
+
+
+def test_after_load_the_probe_is_called_in_turn_with_the_kernel_on_the_same_counters(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # The hand-over timed in turn (evaluate/handover_cost.py): the probe given before load stays
+    # callable after it, in the same process, through the same GO and DONE as the kernel's calls.
+    cupy = StandInCupy()
+    cupy.directory = short_dir
+    ahead = SandboxedKernel(
+        None,
+        cp=cupy,
+        stream=cupy.stream,
+        who="a kernel",
+        executable=fake_host,
+        handover="counters",
+        counters=StandInCounters(cupy),
+    )
+    try:
+        with pytest.raises(ValueError, match="given no probe"):
+            ahead.probe_call()
+        probe = tmp_path / "probe.c"
+        probe.write_text(
+            "#include <stdint.h>\n"
+            "int ks_launch(void **t, const int64_t *n, const double *f, void *s) {\n"
+            "    (void)t; (void)n; (void)f; (void)s; return 7;\n}\n"
+        )
+        ahead.probe(compile_candidate(probe, tmp_path / "libprobe.so"))
+        ahead.load(candidate(tmp_path), who="the candidate")
+        out = cupy.tensor(short_dir / "out", base=1 << 20)
+        call = ahead.bind_tensors([out], [5], [0.25], cupy.stream.ptr)
+        probe_call = ahead.probe_call()
+        cupy.log.clear()
+        assert call() == 0
+        assert probe_call() == 7  # the probe's own return code: its ks_launch ran
+        assert call() == 0
+        assert cupy.log == [f"{w} {n}" for n in (1, 2, 3) for w in ("write 0", "wait 64")]
+        assert floats(short_dir / "out") == (2.0, 5.0, 0.25)  # the kernel ran twice, no more
+        # Its binding holds no buffer: it outlives the scenario's, unmapped at its end.
+        ahead.forget_all()
+        assert probe_call() == 7
+    finally:
+        ahead.close()
+
+
+def test_in_turn_the_judge_times_its_empty_kernel_here_and_in_each_probed_process(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # The worker's side (Evaluation.in_turn_probes, in_turn_costs, net): what is timed in turn
+    # with a scenario's calls, and which figure each kernel's samples are then net of.
+    from kernelseek_tui.evaluate.handover_cost import HandoverCost
+    from kernelseek_tui.evaluate.timing import TimingStats
+    from kernelseek_tui.evaluate.worker import Evaluation
+
+    cupy = StandInCupy()
+    cupy.directory = short_dir
+    source = tmp_path / "empty.c"
+    source.write_text(
+        "#include <stdint.h>\n"
+        "int ks_launch(void **t, const int64_t *n, const double *f, void *s) {\n"
+        "    (void)t; (void)n; (void)f; (void)s; return 0;\n}\n"
+    )
+    empty = compile_candidate(source, tmp_path / "libempty.so")
+    probed = SandboxedKernel(
+        None,
+        cp=cupy,
+        stream=cupy.stream,
+        who="a kernel",
+        executable=fake_host,
+        handover="counters",
+        counters=StandInCounters(cupy),
+    )
+    try:
+        probed.probe(empty)
+        probed.load(candidate(tmp_path), who="the candidate")
+        before = HandoverCost([4.0], [16.0])  # 12 us, measured before the load
+        judge = SimpleNamespace(
+            probe_in_turn=False,
+            handover_probe=empty,
+            candidate=probed,
+            paired=None,
+            handover_costs={id(probed): before},
+            _empty_here=None,
+            stream=cupy.stream,
+        )
+        assert Evaluation.in_turn_probes(judge) == []  # type: ignore[arg-type]
+        judge.probe_in_turn = True
+        probes = Evaluation.in_turn_probes(judge)  # type: ignore[arg-type]
+        assert [kernel for kernel, _ in probes] == [None, probed]
+        cupy.log.clear()
+        for _, call in probes:
+            call(0)
+        assert cupy.log == ["write 0 1", "wait 64 1"]  # only the probe there went through GO
+        # Net of the in-turn figure where there is one, else of the one from before the load.
+        here = TimingStats(median_ms=0.004, samples_ms=[0.004])
+        there = TimingStats(median_ms=0.010, samples_ms=[0.010])
+        costs = Evaluation.in_turn_costs(judge, probes, [here, there])  # type: ignore[arg-type]
+        assert list(costs) == [id(probed)] and abs(costs[id(probed)].us - 6.0) < 1e-9
+        stats = TimingStats(median_ms=0.200, samples_ms=[0.200])
+        in_turn = Evaluation.net(judge, stats, probed, costs)  # type: ignore[arg-type]
+        assert abs(in_turn.median_ms - 0.194) < 1e-12
+        assert abs(Evaluation.net(judge, stats, probed).median_ms - 0.188) < 1e-12  # type: ignore[arg-type]
+        # A kernel whose hand-over was never measured (not timed) gets no probe call.
+        judge.handover_costs = {}
+        assert Evaluation.in_turn_probes(judge) == []  # type: ignore[arg-type]
+    finally:
+        probed.close()
+
+
+def test_when_the_probe_is_timed_is_chosen_by_name_and_a_wrong_name_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernelseek_tui.evaluate.handover_cost import PROBE_VARIABLE, probe_time
+
+    monkeypatch.delenv(PROBE_VARIABLE, raising=False)
+    assert probe_time() == "before"
+    monkeypatch.setenv(PROBE_VARIABLE, "in-turn")
+    assert probe_time() == "in-turn"
+    monkeypatch.setenv(PROBE_VARIABLE, "after")
+    with pytest.raises(
+        ValueError, match="KERNELSEEK_HANDOVER_PROBE must be one of before, in-turn"
+    ):
+        probe_time()

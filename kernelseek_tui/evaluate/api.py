@@ -34,6 +34,7 @@ from kernelseek_tui.evaluate.baseline_cache import BaselineCache, timing_tag
 from kernelseek_tui.evaluate.build import build, cache_root
 from kernelseek_tui.evaluate.comparators import load_module
 from kernelseek_tui.evaluate.gpu_sharing import GpuProcess, check_sharing
+from kernelseek_tui.evaluate.handover_cost import probe_time
 from kernelseek_tui.evaluate.noise import geomean_noise
 from kernelseek_tui.evaluate.paired import PairedKernel, handover_term, paired_speedup
 from kernelseek_tui.evaluate.private_mps import (
@@ -254,6 +255,7 @@ def evaluate(
         baseline_key = f"{baseline_key}-{chosen_isolation}"
         try:
             result.handover = default_handover()
+            result.handover_probe_time = probe_time()
         except ValueError as error:
             raise KernelseekError(str(error)) from None
         result.handover_uncertainty_us = task.timing.handover_uncertainty_us
@@ -293,6 +295,7 @@ def evaluate(
         "handover": result.handover,
         "sandbox_host": sandbox_host,
         "handover_probe": handover_probe,
+        "handover_probe_time": result.handover_probe_time,
         # Fresh per evaluation: the worker seals each line with it (evaluate/protocol_seal.py).
         KEY_FIELD: new_key(),
     }

@@ -37,11 +37,27 @@ the empty kernel's isolated calls slowed, which only another GPU user could do. 
 process is stopped (SIGSTOP) while one is measured, as while the starting kernel is timed: the
 candidate's, loaded by the time the starting kernel's process is measured, can put nothing on
 the GPU then.
+
+In turn (``KERNELSEEK_HANDOVER_PROBE=in-turn``; off by default, built 2026-12-06 late, CPU-tested
+only). What the phase before load leaves open: a process that launches a kernel of its own after
+each call's DONE read its calls 1-2% fast against FA3 with the fence and the trailing launch
+(H100 and H200, 2026-12-06), and the same launch after the probe's calls did not take it back
+(the probe's figure rose, the calls' gross did not; docs/BENCHMARKS.md, "The fence by default
+on the H200"): a call seems to leave the process in a state that shortens its next call's
+hand-over, which a probe measured apart never meets. So, in turn: in every timed scenario the
+judge's empty kernel, in-process and in the kernel's process (the host's probe kept after
+load), is timed with the scenario's calls, sample by sample (``timing.time_interleaved``), and
+the difference of those two medians is what that scenario's figures are net of. Whatever a
+kernel's call leaves then reaches a probe call about as often as a kernel call (the rounds run
+forward and reversed in turn), so a gain that state gives the kernel's calls also lowers the
+figure taken out of them. The starting kernel, timed alone and cached, keeps the figure
+measured before its load. Whether this closes the hole is for a GPU to say (not yet run).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -52,6 +68,21 @@ from kernelseek_tui.evaluate.gate import StreamGate
 from kernelseek_tui.evaluate.sandbox_host import SandboxError
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls
 from kernelseek_tui.task import TensorSpec, Timing
+
+# When the probe is timed: "before" the kernel is loaded (the default), or also "in-turn" with
+# every timed scenario's calls (the docstring's last part).
+PROBE_VARIABLE = "KERNELSEEK_HANDOVER_PROBE"
+PROBE_TIMES = ("before", "in-turn")
+
+
+def probe_time() -> str:
+    """When the probe is timed, from ``KERNELSEEK_HANDOVER_PROBE`` ("before" when unset)."""
+    chosen = os.environ.get(PROBE_VARIABLE, "before")
+    if chosen not in PROBE_TIMES:
+        choices = ", ".join(PROBE_TIMES)
+        raise ValueError(f"{PROBE_VARIABLE} must be one of {choices}, not {chosen!r}")
+    return chosen
+
 
 # In-process and isolated, each this many times, alternating (A B B A). Measured once per kernel
 # of an evaluation, so it must be short: on an H100 a process's medians stayed within 1 us of
@@ -125,6 +156,12 @@ def time_empty_kernel(
 
     with stream:
         return measure_handover(time_us, rounds)
+
+
+def in_turn_cost(in_process: TimingStats, isolated: TimingStats) -> HandoverCost:
+    """The hand-over from the empty kernel's samples timed in turn with a scenario's calls:
+    in-process and in the kernel's process, one median each."""
+    return HandoverCost([in_process.median_ms * 1000.0], [isolated.median_ms * 1000.0])
 
 
 def net_of_handover(stats: TimingStats, cost: HandoverCost | None) -> TimingStats:

@@ -61,6 +61,10 @@ class ScenarioResult:
     # candidate's calls, and each round's best_ms / candidate_ms (evaluate/paired.py).
     paired_ms: float | None = None
     paired_ratios: list[float] = field(default_factory=list)
+    # With the probe timed in turn (KERNELSEEK_HANDOVER_PROBE=in-turn, evaluate/handover_cost.py):
+    # the hand-over taken out of this scenario's figures, timed with its calls, in microseconds;
+    # None where the one measured before the candidate's load was taken out.
+    handover_us: float | None = None
 
     def ratio_to(self, peer: str) -> float | None:
         """How much faster than the peer (>1 is faster), or None without both numbers."""
@@ -121,6 +125,10 @@ class EvalResult:
     # each measured in its own process and taken out of its own figures.
     handover_us: float | None = None
     handovers_us: dict[str, float] = field(default_factory=dict)
+    # When the probe was timed (KERNELSEEK_HANDOVER_PROBE): "before" the load (the figures
+    # above taken out everywhere) or also "in-turn" with each timed scenario's calls (each
+    # scenario's own ``handover_us`` taken out of its figures); None in-process.
+    handover_probe_time: str | None = None
     # How far each of those figures can be from what a real call paid (the task's [timing]
     # handover_uncertainty_us): counted in the noise and the paired spread of the summary.
     handover_uncertainty_us: float | None = None

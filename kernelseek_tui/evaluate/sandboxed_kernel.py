@@ -97,6 +97,8 @@ class SandboxedKernel:
             raise
         self._calls = 0
         self._bindings = 0
+        self._probed = False
+        self._probe_binding: int | None = None
         # Allocation pointer -> (buffer id, the allocation): holding the allocation keeps it
         # alive while the host maps it, whatever the scenario's own references do.
         self._shared: dict[int, tuple[int, Any]] = {}
@@ -131,6 +133,21 @@ class SandboxedKernel:
         out is measured in that state too (handover_cost's docstring says why)."""
         self._host.ask("trail")
         self._host.ask("probe", Path(library).resolve())
+        self._probed = True
+
+    def probe_call(self) -> Callable[[], int]:
+        """After ``load``: one call of the probe given by ``probe``, still in this process, on
+        the judge's stream, to be timed in turn with the kernel's calls (evaluate/
+        handover_cost.py, "in turn"). Its binding holds no buffer (the judge's empty kernel
+        reads none), so it outlives ``forget_all``; one per process."""
+        if not self._probed:
+            raise ValueError(f"{self.who}'s process was given no probe")
+        if self._probe_binding is None:
+            self._probe_binding = self._bindings
+            self._bindings += 1
+            self._host.ask(bind_command(self._probe_binding, [], [], []))
+        binding = self._probe_binding
+        return lambda: self._call(binding, probe=True)
 
     def _set_up(self, cp: Any, counters: StreamCounters | None) -> None:
         # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER
@@ -200,24 +217,24 @@ class SandboxedKernel:
         self._shared[base] = (buffer, tensor.raw)
         return buffer
 
-    def _call(self, binding: int) -> int:
+    def _call(self, binding: int, probe: bool = False) -> int:
         if self.handover in COUNTER_HANDOVERS:
-            return self._count_call(binding)
+            return self._count_call(binding, probe)
         k = self._calls % SLOTS
         if self._calls >= SLOTS:
             self._passed[k].synchronize()
         self._calls += 1
         self._go[k].record(self._stream)
-        code = int(self._host.ask("call", binding, k))
+        code = int(self._host.ask("call", binding, k, *(("probe",) if probe else ())))
         self._stream.wait_event(self._done[k])
         self._passed[k].record(self._stream)
         return code
 
-    def _count_call(self, binding: int) -> int:
+    def _count_call(self, binding: int, probe: bool = False) -> int:
         # Wraps after 2**32 calls, which the cyclic comparison of the waits allows.
         self._count = (self._count + 1) & 0xFFFFFFFF
         self._counters.write(self._stream.ptr, self._go_counter, self._count)
-        code = int(self._host.ask("count", binding, self._count))
+        code = int(self._host.ask("count", binding, self._count, *(("probe",) if probe else ())))
         # Only once the host has enqueued the call (an error above enqueues nothing to wait
         # for, and the next call's counts still match).
         self._counters.wait(self._stream.ptr, self._done_counter, self._count)

@@ -44,7 +44,12 @@ from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
 from kernelseek_tui.evaluate.gate import StreamGate
-from kernelseek_tui.evaluate.handover_cost import HandoverCost, net_of_handover, time_empty_kernel
+from kernelseek_tui.evaluate.handover_cost import (
+    HandoverCost,
+    in_turn_cost,
+    net_of_handover,
+    time_empty_kernel,
+)
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
 from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
 from kernelseek_tui.evaluate.perturb import SignFlipper
@@ -69,6 +74,17 @@ class FatalError(Exception):
 
 class LaunchFailed(Exception):
     """ks_launch returned nonzero."""
+
+
+def _launch_or_fail(launch: Callable[[], int]) -> Callable[[int], None]:
+    """``launch`` as a timed call of any input set (it has one binding), raising LaunchFailed
+    where it returns nonzero."""
+
+    def call(_set: int) -> None:
+        if launch() != 0:
+            raise LaunchFailed
+
+    return call
 
 
 class Kernel:
@@ -255,6 +271,11 @@ class Evaluation:
             if self.isolated and probe and timed and self.task.timing.method == "flushed"
             else None
         )
+        # Also timed with every scenario's calls, in turn with them ("in-turn"), and that figure
+        # taken out instead (evaluate/handover_cost.py, "in turn"); the judge's empty kernel
+        # loaded here for it once, when first needed.
+        self.probe_in_turn = request.get("handover_probe_time") == "in-turn"
+        self._empty_here: Callable[[], int] | None = None
         self.baseline_cache = (
             BaselineCache(Path(request["baseline_cache"]), request["baseline_key"], self.device)
             if request.get("baseline_cache")
@@ -402,10 +423,50 @@ class Evaluation:
         within the fence's limit (waits for the stream); always, without it."""
         return self.sample_fence is None or not self.sample_fence.timed_out(self.stream)
 
-    def net(self, stats: TimingStats, kernel: Kernel | SandboxedKernel | None) -> TimingStats:
-        """``kernel``'s flushed ``stats`` less the hand-over measured in its process (the same
-        ``stats`` in-process, or where none was measured)."""
-        return net_of_handover(stats, self.handover_costs.get(id(kernel)))
+    def net(
+        self,
+        stats: TimingStats,
+        kernel: Kernel | SandboxedKernel | None,
+        in_turn: dict[int, HandoverCost] | None = None,
+    ) -> TimingStats:
+        """``kernel``'s flushed ``stats`` less the hand-over measured in its process: the one
+        timed in turn with them if ``in_turn`` has it (``in_turn_probes``), else the one measured
+        before its load (the same ``stats`` in-process, or where none was measured)."""
+        cost = (in_turn or {}).get(id(kernel)) or self.handover_costs.get(id(kernel))
+        return net_of_handover(stats, cost)
+
+    def in_turn_probes(self) -> list[tuple[SandboxedKernel | None, Callable[[int], None]]]:
+        """With the probe in turn (``KERNELSEEK_HANDOVER_PROBE=in-turn``): the calls to time with
+        a scenario's, as (the kernel whose process the call runs in, or None for the judge's
+        empty kernel here; the call). First the one here, then the probe in the candidate's and
+        the best so far's processes, where their hand-over was measured. Empty otherwise."""
+        if not self.probe_in_turn or self.handover_probe is None:
+            return []
+        kernels = [
+            k
+            for k in (self.candidate, self.paired)
+            if isinstance(k, SandboxedKernel) and id(k) in self.handover_costs
+        ]
+        if not kernels:
+            return []
+        if self._empty_here is None:
+            self._empty_here = Kernel(str(self.handover_probe)).bind([], [], [], self.stream.ptr)
+        probes: list[tuple[SandboxedKernel | None, Callable[[], int]]] = [(None, self._empty_here)]
+        probes += [(k, k.probe_call()) for k in kernels]
+        return [(k, _launch_or_fail(c)) for k, c in probes]
+
+    def in_turn_costs(
+        self,
+        probes: list[tuple[SandboxedKernel | None, Callable[[int], None]]],
+        stats: list[TimingStats],
+    ) -> dict[int, HandoverCost]:
+        """From ``in_turn_probes``' samples (``stats``, in their order): each kernel's hand-over,
+        by the kernel object's id."""
+        here = stats[0]
+        return {
+            id(kernel): in_turn_cost(here, timed)
+            for (kernel, _), timed in zip(probes[1:], stats[1:], strict=True)
+        }
 
     def allocate(self, spec: TensorSpec, shape: tuple[int, ...]) -> GuardedTensor:
         """A tensor for the kernels: in an allocation of its own when they run elsewhere."""
@@ -545,10 +606,12 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     # The scenario's set may time for less long than the task (a quick set); how it times stays
     # the task's, and the starting kernel is timed for as long as this (_time_baseline).
     timing = task.timing_for(scenario["set"])
+    probes = ev.in_turn_probes() if task.timing.method == "flushed" else []
     try:
-        if task.timing.method == "flushed" and (ev.paired is not None or peer_calls):
+        if task.timing.method == "flushed" and (ev.paired is not None or peer_calls or probes):
             # Candidate, best-so-far and peers in turn, one sample of each per round: every
             # ratio compares samples that ran next to each other (evaluate/peer_calls.py).
+            # With the probe in turn, its calls too (evaluate/handover_cost.py, "in turn").
             calls: list[Callable[[int], None]] = [call]
             hooks: list[MeasuredCallWatch | None] = [watch]
             after_warmup: Callable[[], None] = refill
@@ -569,6 +632,9 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
             first_peer = len(calls)
             calls.extend(peer_calls)
             hooks.extend([None] * len(peer_calls))
+            first_probe = len(calls)
+            calls.extend(probe_call for _, probe_call in probes)
+            hooks.extend([None] * len(probes))
             in_turn = time_interleaved(
                 cp,
                 ev.stream,
@@ -582,9 +648,12 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
             )
             # The kernels' figures less the hand-over when they run in processes of their own
             # (before the ratios: both sides of one carry it); the peers run here, with none.
-            in_turn.stats[0] = stats = ev.net(in_turn.stats[0], ev.candidate)
+            costs = ev.in_turn_costs(probes, in_turn.stats[first_probe:]) if probes else {}
+            if id(ev.candidate) in costs:
+                result.handover_us = round(costs[id(ev.candidate)].us, 3)
+            in_turn.stats[0] = stats = ev.net(in_turn.stats[0], ev.candidate, costs)
             if paired is not None:
-                in_turn.stats[1] = ev.net(in_turn.stats[1], ev.paired)
+                in_turn.stats[1] = ev.net(in_turn.stats[1], ev.paired, costs)
                 result.paired_ms = in_turn.stats[1].median_ms
                 result.paired_ratios = in_turn.ratios(1, 0)
             for k, peer in enumerate(peer_calls):
