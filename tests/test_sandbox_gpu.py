@@ -615,3 +615,27 @@ def test_a_process_kept_busy_after_each_call_reads_no_faster_than_the_same_build
     idle_fa3 = max(runs["idle"].summary.vs_fa3 or 0, runs["idle again"].summary.vs_fa3 or 0)
     for name in ("busy", "busy again"):
         assert runs[name].verdict != "pass" or (runs[name].summary.vs_fa3 or 0) < 1.03 * idle_fa3
+
+
+def test_with_the_probe_in_turn_each_timed_scenario_is_net_of_a_hand_over_timed_with_it(
+    task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # KERNELSEEK_HANDOVER_PROBE=in-turn (evaluate/handover_cost.py, "In turn"; off by default):
+    # the probe kept in the candidate's process after its load and timed beside each scenario's
+    # calls. Written 2026-12-06 late, before its first GPU run: it must judge an honest kernel
+    # as the default does, with a hand-over of the size the probe before the load measures.
+    from kernelseek_tui.evaluate.handover_cost import PROBE_VARIABLE
+
+    monkeypatch.setenv(PROBE_VARIABLE, "before")
+    before = isolated(task, TASK_DIR / "sm90.cu", scenarios_file=TIMED)
+    monkeypatch.setenv(PROBE_VARIABLE, "in-turn")
+    in_turn = isolated(task, TASK_DIR / "sm90.cu", scenarios_file=TIMED)
+    timed = [s for s in in_turn.scenarios if s.ms is not None]
+    print(
+        f"x FA3 before / in turn: {before.summary.vs_fa3} / {in_turn.summary.vs_fa3}; hand-over "
+        f"before {before.handover_us} us, in turn {[s.handover_us for s in timed]} us"
+    )
+    assert before.verdict == in_turn.verdict == "pass", (before.reasons, in_turn.reasons)
+    assert in_turn.handover_probe_time == "in-turn"
+    assert timed and all(s.handover_us is not None and 0 < s.handover_us < 50 for s in timed)
+    assert all(s.handover_us is None for s in before.scenarios)
