@@ -597,6 +597,11 @@ def test_in_turn_the_judge_times_its_empty_kernel_here_and_in_each_probed_proces
         stats = TimingStats(median_ms=0.200, samples_ms=[0.200])
         in_turn = Evaluation.net(judge, stats, probed, costs)  # type: ignore[arg-type]
         assert abs(in_turn.median_ms - 0.194) < 1e-12
+        # A probe slowed in turn (the kernel's code is in that process now) takes out no more
+        # than the figure from before the load.
+        slowed = TimingStats(median_ms=0.030, samples_ms=[0.030])  # 26 us against 12
+        capped = Evaluation.in_turn_costs(judge, probes, [here, slowed])  # type: ignore[arg-type]
+        assert capped[id(probed)] is before
         assert abs(Evaluation.net(judge, stats, probed).median_ms - 0.188) < 1e-12  # type: ignore[arg-type]
         # A kernel whose hand-over was never measured (not timed) gets no probe call.
         judge.handover_costs = {}

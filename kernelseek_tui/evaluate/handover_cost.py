@@ -50,8 +50,12 @@ load), is timed with the scenario's calls, sample by sample (``timing.time_inter
 the difference of those two medians is what that scenario's figures are net of. Whatever a
 kernel's call leaves then reaches a probe call about as often as a kernel call (the rounds run
 forward and reversed in turn), so a gain that state gives the kernel's calls also lowers the
-figure taken out of them. The starting kernel, timed alone and cached, keeps the figure
-measured before its load. Whether this closes the hole is for a GPU to say (not yet run).
+figure taken out of them. But the probe then runs where the kernel's code is: code that
+slowed the probe's calls (a launch after them: the `0p` variant's probe read 2.5 us higher)
+would have more taken out of its own calls. So the figure in turn is capped at the one
+measured before the load (``in_turn_cost``): a kernel can only lower it, which reads the kernel
+slower. The starting kernel, timed alone and cached, keeps the figure measured before its
+load. Whether this closes the hole is for a GPU to say (not yet run).
 """
 
 from __future__ import annotations
@@ -158,10 +162,17 @@ def time_empty_kernel(
         return measure_handover(time_us, rounds)
 
 
-def in_turn_cost(in_process: TimingStats, isolated: TimingStats) -> HandoverCost:
-    """The hand-over from the empty kernel's samples timed in turn with a scenario's calls:
-    in-process and in the kernel's process, one median each."""
-    return HandoverCost([in_process.median_ms * 1000.0], [isolated.median_ms * 1000.0])
+def in_turn_cost(
+    in_process: TimingStats, isolated: TimingStats, before: HandoverCost | None
+) -> HandoverCost:
+    """The hand-over from the empty kernel's samples timed in turn with a scenario's calls
+    (in-process and in the kernel's process, one median each), never more than ``before``,
+    the one measured in that process before its kernel was loaded. Why the cap: in turn, the
+    probe runs in a process the kernel's code is in, and code that slowed the probe's calls
+    would have more taken out of its own; it can then only make the figure taken out smaller,
+    which reads itself slower."""
+    in_turn = HandoverCost([in_process.median_ms * 1000.0], [isolated.median_ms * 1000.0])
+    return before if before is not None and before.us < in_turn.us else in_turn
 
 
 def net_of_handover(stats: TimingStats, cost: HandoverCost | None) -> TimingStats:

@@ -461,10 +461,11 @@ class Evaluation:
         stats: list[TimingStats],
     ) -> dict[int, HandoverCost]:
         """From ``in_turn_probes``' samples (``stats``, in their order): each kernel's hand-over,
-        by the kernel object's id."""
+        by the kernel object's id, capped at the one measured before its load (in_turn_cost
+        says why)."""
         here = stats[0]
         return {
-            id(kernel): in_turn_cost(here, timed)
+            id(kernel): in_turn_cost(here, timed, self.handover_costs.get(id(kernel)))
             for (kernel, _), timed in zip(probes[1:], stats[1:], strict=True)
         }
 
