@@ -498,14 +498,9 @@ def test_the_others_are_stopped_then_the_gpu_waited_for_and_let_go_even_when_it_
     assert log == ["freeze other", "gpu free?", "thaw other"]  # no timing, and let go
 
 
-def test_after_load_the_probe_is_called_in_turn_with_the_kernel_on_the_same_counters(
-    fake_host: Path, tmp_path: Path, short_dir: Path
-) -> None:
-    # The hand-over timed in turn (evaluate/handover_cost.py): the probe given before load stays
-    # callable after it, in the same process, through the same GO and DONE as the kernel's calls.
-    cupy = StandInCupy()
-    cupy.directory = short_dir
-    ahead = SandboxedKernel(
+def started_ahead_with_counters(fake_host: Path, cupy: StandInCupy) -> SandboxedKernel:
+    """A host started with no kernel, its calls through the counters, on the stand-ins."""
+    return SandboxedKernel(
         None,
         cp=cupy,
         stream=cupy.stream,
@@ -514,16 +509,31 @@ def test_after_load_the_probe_is_called_in_turn_with_the_kernel_on_the_same_coun
         handover="counters",
         counters=StandInCounters(cupy),
     )
+
+
+def library_returning(tmp_path: Path, name: str, code: int) -> Path:
+    """A ks_launch that touches nothing and returns ``code``: the judge's probe, stood in."""
+    source = tmp_path / f"{name}.c"
+    source.write_text(
+        "#include <stdint.h>\n"
+        "int ks_launch(void **t, const int64_t *n, const double *f, void *s) {\n"
+        f"    (void)t; (void)n; (void)f; (void)s; return {code};\n}}\n"
+    )
+    return compile_candidate(source, tmp_path / f"lib{name}.so")
+
+
+def test_after_load_the_probe_is_called_in_turn_with_the_kernel_on_the_same_counters(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    # The hand-over timed in turn (evaluate/handover_cost.py): the probe given before load stays
+    # callable after it, in the same process, through the same GO and DONE as the kernel's calls.
+    cupy = StandInCupy()
+    cupy.directory = short_dir
+    ahead = started_ahead_with_counters(fake_host, cupy)
     try:
         with pytest.raises(ValueError, match="given no probe"):
             ahead.probe_call()
-        probe = tmp_path / "probe.c"
-        probe.write_text(
-            "#include <stdint.h>\n"
-            "int ks_launch(void **t, const int64_t *n, const double *f, void *s) {\n"
-            "    (void)t; (void)n; (void)f; (void)s; return 7;\n}\n"
-        )
-        ahead.probe(compile_candidate(probe, tmp_path / "libprobe.so"))
+        ahead.probe(library_returning(tmp_path, "probe", 7))
         ahead.load(candidate(tmp_path), who="the candidate")
         out = cupy.tensor(short_dir / "out", base=1 << 20)
         call = ahead.bind_tensors([out], [5], [0.25], cupy.stream.ptr)
@@ -552,22 +562,8 @@ def test_in_turn_the_judge_times_its_empty_kernel_here_and_in_each_probed_proces
 
     cupy = StandInCupy()
     cupy.directory = short_dir
-    source = tmp_path / "empty.c"
-    source.write_text(
-        "#include <stdint.h>\n"
-        "int ks_launch(void **t, const int64_t *n, const double *f, void *s) {\n"
-        "    (void)t; (void)n; (void)f; (void)s; return 0;\n}\n"
-    )
-    empty = compile_candidate(source, tmp_path / "libempty.so")
-    probed = SandboxedKernel(
-        None,
-        cp=cupy,
-        stream=cupy.stream,
-        who="a kernel",
-        executable=fake_host,
-        handover="counters",
-        counters=StandInCounters(cupy),
-    )
+    empty = library_returning(tmp_path, "empty", 0)
+    probed = started_ahead_with_counters(fake_host, cupy)
     try:
         probed.probe(empty)
         probed.load(candidate(tmp_path), who="the candidate")
