@@ -187,6 +187,25 @@ def test_work_on_another_stream_is_caught(task, tmp_path: Path) -> None:
     assert "outside the given stream" in text or "NaN" in text, text
 
 
+def test_work_done_and_waited_for_inside_ks_launch_is_caught_by_the_gate(
+    task, tmp_path: Path
+) -> None:
+    # Found by a review (2026-12-07): the kernel run on the legacy stream and waited for inside
+    # ks_launch, so its outputs are right before the sample's start event and nothing of it is
+    # timed. The judge's gate now holds every SM while ks_launch runs (evaluate/gate.py): the
+    # wait can only end by the gate letting go at its limit, which fails the scenario.
+    source = _variant(
+        tmp_path,
+        "work_before_the_sample",
+        "kernel<<<grid, kThreads, T::kSmemBytes, stream>>>(p);",
+        "kernel<<<grid, kThreads, T::kSmemBytes, cudaStreamLegacy>>>(p); "
+        "cudaStreamSynchronize(cudaStreamLegacy);",
+    )
+    result = evaluate(task, source, scenarios_file=TIMED, compare=False)
+    assert result.verdict == "fail", result.reasons
+    assert "kept the judge's gate waiting" in " ".join(result.reasons), result.reasons
+
+
 def test_timed_quick_run_measures_candidate_and_peers(task) -> None:
     result = evaluate(task, task.source, scenarios_file=TIMED)
     assert result.verdict == "pass", result.reasons

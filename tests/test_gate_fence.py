@@ -6,37 +6,22 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import numpy as np
-
 from kernelseek_tui.evaluate.gate import StreamGate
 from kernelseek_tui.evaluate.worker import Evaluation
-
-
-class PinnedBytes(bytearray):
-    ptr = 0
-
-
-def fake_cp(launched: list[str]) -> SimpleNamespace:
-    def raw_kernel(source: str, name: str):
-        def launch(grid, block, args, stream=None) -> None:
-            launched.append(name)
-
-        return launch
-
-    cuda = SimpleNamespace(alloc_pinned_memory=lambda size: PinnedBytes(size))
-    return SimpleNamespace(RawKernel=raw_kernel, cuda=cuda, uint64=np.uint64)
+from tests.gate_support import FakeStream, fake_cp
 
 
 def test_each_gate_is_preceded_by_the_fence_when_given_one() -> None:
-    launched: list[str] = []
-    gate = StreamGate(fake_cp(launched), "stream", clear_gpu=lambda: launched.append("fence"))
+    launched: list[object] = []
+    gate = StreamGate(fake_cp(launched), FakeStream(), clear_gpu=lambda: launched.append("fence"))
     gate.hold()
     gate.release()
     gate.hold()
-    assert launched == ["fence", "ks_gate", "fence", "ks_gate"]
-    plain: list[str] = []
-    StreamGate(fake_cp(plain), "stream").hold()
-    assert plain == ["ks_gate"]
+    names = [item for item in launched if isinstance(item, str)]
+    assert names == ["fence", "ks_gate", "fence", "ks_gate"]
+    plain: list[object] = []
+    StreamGate(fake_cp(plain), FakeStream()).hold()
+    assert [item for item in plain if isinstance(item, str)] == ["ks_gate"]
 
 
 def test_a_fence_that_let_go_means_a_sample_did_not_start_on_a_free_gpu() -> None:

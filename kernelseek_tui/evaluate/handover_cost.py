@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelseek_tui.evaluate.buffers import allocate
-from kernelseek_tui.evaluate.gate import StreamGate
+from kernelseek_tui.evaluate.gate import GateLetGo, StreamGate
 from kernelseek_tui.evaluate.sandbox_host import SandboxError
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls
 from kernelseek_tui.task import TensorSpec, Timing
@@ -158,8 +158,20 @@ def time_empty_kernel(
 
         return time_calls(cp, stream, call, 1, timing, gate=gates[way]).median_ms * 1000.0
 
-    with stream:
-        return measure_handover(time_us, rounds)
+    gate = gates["isolated"]
+    try:
+        with stream:
+            cost = measure_handover(time_us, rounds)
+        held = gate is None or not gate.timed_out()
+    except GateLetGo:
+        held = False
+    if not held:
+        raise SandboxError(
+            "the judge's gate let go by its limit while the hand-over was measured (the judge's "
+            "empty kernel, before any kernel was loaded: the GPU was not the judge's alone)",
+            "error",
+        )
+    return cost
 
 
 def in_turn_cost(

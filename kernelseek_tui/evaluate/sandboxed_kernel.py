@@ -31,6 +31,8 @@ allocations and a pooled one would hand the candidate whatever else the pool put
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,8 @@ class SandboxedKernel:
             raise
         self._calls = 0
         self._bindings = 0
+        # Each call's round trip to the kernel's process (seconds), since ``take_round_trips``.
+        self._round_trips: list[float] = []
         self._probed = False
         self._probe_binding: int | None = None
         # Allocation pointer -> (buffer id, the allocation): holding the allocation keeps it
@@ -225,7 +229,9 @@ class SandboxedKernel:
             self._passed[k].synchronize()
         self._calls += 1
         self._go[k].record(self._stream)
+        began = time.perf_counter()
         code = int(self._host.ask("call", binding, k, *(("probe",) if probe else ())))
+        self._round_trips.append(time.perf_counter() - began)
         self._stream.wait_event(self._done[k])
         self._passed[k].record(self._stream)
         return code
@@ -234,7 +240,9 @@ class SandboxedKernel:
         # Wraps after 2**32 calls, which the cyclic comparison of the waits allows.
         self._count = (self._count + 1) & 0xFFFFFFFF
         self._counters.write(self._stream.ptr, self._go_counter, self._count)
+        began = time.perf_counter()
         code = int(self._host.ask("count", binding, self._count, *(("probe",) if probe else ())))
+        self._round_trips.append(time.perf_counter() - began)
         # Only once the host has enqueued the call (an error above enqueues nothing to wait
         # for, and the next call's counts still match).
         self._counters.wait(self._stream.ptr, self._done_counter, self._count)
@@ -242,6 +250,15 @@ class SandboxedKernel:
             # Whatever still runs on the GPU when DONE arrives stays inside the call's sample.
             self._fence.enqueue(self._stream)
         return code
+
+    def take_round_trips(self) -> float | None:
+        """The median round trip of the calls since the last take, in milliseconds (None
+        without any): the pipe, the host's reply and ``ks_launch``, run while the judge's gate
+        holds the GPU (evaluate/gate.py). The gate keeps GPU work out of that time; work done
+        on the CPU inside ``ks_launch`` (the inputs copied out, computed there, copied back by
+        the copy engines, which the gate does not hold) shows here instead."""
+        trips, self._round_trips = self._round_trips, []
+        return statistics.median(trips) * 1000.0 if trips else None
 
     def freeze(self) -> None:
         """Let the kernel's process finish its work (``settle``), then stop it until ``thaw``:

@@ -43,7 +43,7 @@ from kernelseek_tui.evaluate.buffers import GuardedTensor, allocate, fill_random
 from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
-from kernelseek_tui.evaluate.gate import StreamGate
+from kernelseek_tui.evaluate.gate import GATE_LIMIT_MS, GateLetGo, StreamGate
 from kernelseek_tui.evaluate.handover_cost import (
     HandoverCost,
     in_turn_cost,
@@ -61,6 +61,19 @@ from kernelseek_tui.evaluate.sandboxed_kernel import SandboxedKernel
 from kernelseek_tui.evaluate.stream_counters import StreamCounterError
 from kernelseek_tui.evaluate.timing import TimingStats, time_calls, time_interleaved
 from kernelseek_tui.task import Task, TensorSpec, Timing, load_task
+
+# A gate that let go by its limit while the candidate was timed (evaluate/gate.py). Fenced (the
+# default), the GPU was found free before each gate, so the wait was the call's.
+GATE_KEPT_WAITING = (
+    f"a call kept the judge's gate waiting past its limit ({GATE_LIMIT_MS:g} ms): ks_launch "
+    "waited for GPU work of its own, which would have run before its sample began and so "
+    "never been timed"
+)
+
+
+# The most a call of the candidate's may take to return, median over a timed run: the pipe's
+# round trip and an honest ks_launch (which enqueues and returns) take tens of microseconds.
+ROUND_TRIP_LIMIT_MS = 1.0
 
 
 class FatalError(Exception):
@@ -418,6 +431,33 @@ class Evaluation:
             for kernel in stopped:
                 kernel.thaw()
 
+    def gates_held_within_their_limit(self) -> bool:
+        """Whether every gate since the last ask held the whole GPU and was released before its
+        limit (evaluate/gate.py; waits for the stream): a gate that let go means a call's
+        ``ks_launch`` waited for GPU work of its own, done before its sample began. Always,
+        in-process (no gate)."""
+        return self.gate is None or not self.gate.timed_out()
+
+    def forget_round_trips(self) -> None:
+        """Drop the calls' round trips so far (``slow_launch_reason`` judges those after)."""
+        for kernel in self.sandboxes:
+            kernel.take_round_trips()
+
+    def slow_launch_reason(self) -> str | None:
+        """Why the candidate's calls of this timed run took too long to return, if they did:
+        their median round trip to its process over ``ROUND_TRIP_LIMIT_MS`` (an honest
+        ``ks_launch`` enqueues and returns, tens of microseconds with the pipe). The other
+        kernels' round trips since are dropped, so each run's verdict is its own."""
+        trips = {id(kernel): kernel.take_round_trips() for kernel in self.sandboxes}
+        median_ms = trips.get(id(self.candidate))
+        if median_ms is None or median_ms <= ROUND_TRIP_LIMIT_MS:
+            return None
+        return (
+            f"the candidate's ks_launch took {median_ms:.2f} ms a call to return (median, "
+            f"the limit {ROUND_TRIP_LIMIT_MS:g} ms): work done inside it, before its sample "
+            "began, is never timed"
+        )
+
     def samples_started_on_a_free_gpu(self) -> bool:
         """With the fence before every sample ("fenced"): whether each one found the GPU free
         within the fence's limit (waits for the stream); always, without it."""
@@ -577,6 +617,7 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     # drawn at random, and the last on each set), so no result can be cached by address or by
     # content.
     progress("time")
+    ev.forget_round_trips()  # from here on, the timed run's own
 
     # What the inputs held when the measured calls began: the judge's reference is built from
     # the buffers after timing, so a candidate that rewrote its inputs (zeroed them, say, and
@@ -676,7 +717,18 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         result.passed = False
         result.reasons.append("ks_launch returned nonzero while being timed")
         return result
+    except GateLetGo:
+        pass  # named below, once the stream is through
     ev.sync("the timed calls")
+    if not ev.gates_held_within_their_limit():
+        result.passed = False
+        result.reasons.append(GATE_KEPT_WAITING)
+        return result
+    slow_launch = ev.slow_launch_reason()
+    if slow_launch is not None:
+        result.passed = False
+        result.reasons.append(slow_launch)
+        return result
     if not ev.samples_started_on_a_free_gpu():
         result.passed = False
         result.reasons.append(
@@ -1171,8 +1223,18 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
             stats = time_calls(cp, ev.stream, call, n_sets, timing, settle=ev.settle, gate=ev.gate)
     except LaunchFailed:
         return None
-    stats = ev.net(stats, ev.baseline)
+    except GateLetGo:
+        stats = None
     ev.sync("the starting kernel")
+    if stats is None or not ev.gates_held_within_their_limit():
+        # The starting kernel is the judge's, in a process no candidate touched: the GPU was
+        # not the judge's alone, or the judge stalled; no figure of this run can be trusted.
+        raise FatalError(
+            "the judge's gate let go by its limit while the starting kernel was timed "
+            "(the GPU busy with work not the judge's, or the judge stalled)",
+            "error",
+        )
+    stats = ev.net(stats, ev.baseline)
     if ev.baseline_cache is not None:
         ev.baseline_cache.put(scenario["name"], scenario["fields"], stats.median_ms, durations)
     return stats.median_ms

@@ -1,0 +1,85 @@
+"""The judge's gate holds the whole GPU while a kernel's process runs its ``ks_launch``
+(evaluate/gate.py): the call is asked for only once every block of the gate is resident, and a
+gate that let go by its limit stops the timed run and fails the scenario with a named reason.
+On a stand-in CuPy (tests/gate_support.py); the GPU side ran on no GPU here."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kernelseek_tui.evaluate.gate import GateLetGo, StreamGate
+from kernelseek_tui.evaluate.worker import GATE_KEPT_WAITING, Evaluation
+from tests.gate_support import SMS, FakeStream, fake_cp
+
+
+def test_the_gate_fills_every_sm_with_two_blocks_of_1024_threads() -> None:
+    launched: list[object] = []
+    StreamGate(fake_cp(launched), FakeStream()).hold()
+    assert launched == ["ks_gate", ((2 * SMS,), (1024,))]
+
+
+def test_hold_returns_only_once_the_gpu_says_the_gate_holds() -> None:
+    # The GPU says so late (after the host has polled a while): hold waits for it.
+    polls: list[float] = []
+
+    def holds_later(host: np.ndarray, ticket: int) -> None:
+        polls.append(time.perf_counter())
+
+    gate = StreamGate(fake_cp([], gpu=holds_later), FakeStream(), timeout_ms=50.0)
+    began = time.perf_counter()
+    gate.hold()
+    # Never said: the host waited the whole limit, and the gate counts as let go.
+    assert time.perf_counter() - began >= 0.05
+    assert gate.timed_out() is True
+    # Each ask covers the gates since the one before.
+    assert gate.timed_out() is False
+
+
+def test_a_gate_that_held_at_once_does_not_wait_and_did_not_time_out() -> None:
+    gate = StreamGate(fake_cp([]), FakeStream(), timeout_ms=10_000.0)
+    began = time.perf_counter()
+    for _ in range(3):
+        gate.hold()
+        gate.release()
+    assert time.perf_counter() - began < 1.0
+    assert gate.timed_out() is False
+
+
+def test_after_a_gate_let_go_the_next_hold_stops_the_timed_run() -> None:
+    # The GPU's side: the gate held, then let go by its limit (the call kept it waiting).
+    def held_then_let_go(host: np.ndarray, ticket: int) -> None:
+        host[1] = ticket
+        host[2] = 1
+
+    launched: list[object] = []
+    gate = StreamGate(fake_cp(launched, gpu=held_then_let_go), FakeStream())
+    gate.hold()
+    gate.release()
+    with pytest.raises(GateLetGo):
+        gate.hold()
+    assert launched.count("ks_gate") == 1  # no second gate was launched
+    assert gate.timed_out() is True
+    gate.hold()  # asked and cleared: the next run starts afresh
+
+
+def test_a_gate_that_let_go_fails_the_scenario_with_the_named_reason() -> None:
+    class Gate:
+        def __init__(self, let_go: bool) -> None:
+            self.let_go = let_go
+
+        def timed_out(self) -> bool:
+            return self.let_go
+
+    def held(gate) -> bool:
+        ev = SimpleNamespace(gate=gate)
+        return Evaluation.gates_held_within_their_limit(ev)  # type: ignore[arg-type]
+
+    assert held(None) is True  # in-process: no gate
+    assert held(Gate(False)) is True
+    assert held(Gate(True)) is False
+    assert "kept the judge's gate waiting" in GATE_KEPT_WAITING
+    assert "never been timed" in GATE_KEPT_WAITING
