@@ -19,6 +19,7 @@ from kernelseek_tui.evaluate.build import build, static_check
 from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.display import format_summary
 from kernelseek_tui.evaluate.dtypes import from_float32, round_to, to_float32
+from kernelseek_tui.evaluate.result import EvalResult
 from kernelseek_tui.task import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -442,6 +443,40 @@ emit({{"type": "done"}})
     assert "warning: the GPU was shared during this evaluation (pid 999999" in format_summary(
         result
     )
+
+
+@needs_nvcc
+def test_the_result_says_how_each_kernels_process_was_confined(task, monkeypatch, tmp_path) -> None:
+    # The worker says it of each kernel's process as it loads the kernel there
+    # (evaluate/sandbox_confinement.h); processes that differ are each named.
+    confined = "landlock abi 7: writes only under /dev; no exec; no TCP"
+    _scripted_worker(
+        monkeypatch,
+        tmp_path,
+        PREAMBLE
+        + f"""
+emit({{"type": "confinement", "who": "the candidate", "said": {confined!r}}})
+emit({{"type": "confinement", "who": "the starting kernel", "said": "none: no Landlock"}})
+emit({{"type": "done"}})
+""",
+    )
+    monkeypatch.delenv("CUDA_MPS_PIPE_DIRECTORY", raising=False)
+    monkeypatch.setenv("KERNELSEEK_MPS", "off")
+    source = _source(tmp_path)
+    source.write_text(source.read_text() + "\n// confined or not\n")
+    result = api.evaluate(task, source, sets=["quick"], isolation="process")
+    said = f"the candidate: {confined} | the starting kernel: none: no Landlock"
+    assert result.confinement == said
+    assert f"confinement of the kernels' processes: {said}" in format_summary(result)
+    assert EvalResult.from_json(result.to_json()).confinement == said
+
+
+def test_processes_confined_alike_are_said_once() -> None:
+    alike = {"the candidate": "landlock abi 7: x", "the starting kernel": "landlock abi 7: x"}
+    assert api.confinement_said(alike) == "landlock abi 7: x"
+    in_process = EvalResult(eval_id="e", verdict="pass")
+    assert in_process.confinement is None
+    assert "confinement" not in format_summary(in_process)
 
 
 def test_an_isolated_result_says_how_its_calls_were_handed_over() -> None:

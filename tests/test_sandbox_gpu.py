@@ -233,7 +233,10 @@ def patched_host(tmp_path: Path, name: str, patches: tuple[tuple[str, str], ...]
     source = tmp_path / f"{name}.cu"
     source.write_text(text)
     host = tmp_path / name
-    subprocess.run(["nvcc", "-O2", "-o", str(host), str(source), "-ldl"], check=True)
+    # The patched copy is elsewhere: its include of sandbox_confinement.h is found beside
+    # the real source.
+    include = f"-I{HOST_SOURCE.parent}"
+    subprocess.run(["nvcc", "-O2", include, "-o", str(host), str(source), "-ldl"], check=True)
     return host
 
 

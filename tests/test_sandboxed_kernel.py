@@ -8,6 +8,7 @@ are unmapped at its end. The GPU side is tests/test_sandbox_gpu.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import tempfile
@@ -19,11 +20,17 @@ from typing import Any
 
 import pytest
 from sandbox_support import build_fake_host, compile_candidate, handle, have_compilers
+from test_sandbox_confinement import ABI as LANDLOCK_ABI
+from test_sandbox_confinement import needs_landlock
 
-from kernelseek_tui.evaluate import sandbox_host
+from kernelseek_tui.evaluate import sandbox_host, sandboxed_kernel
 from kernelseek_tui.evaluate.buffers import GuardedTensor
 from kernelseek_tui.evaluate.proc_stat import stat_fields
-from kernelseek_tui.evaluate.sandbox_host import SandboxError
+from kernelseek_tui.evaluate.sandbox_host import (
+    REQUIRE_CONFINEMENT_VARIABLE,
+    SandboxError,
+    SandboxHost,
+)
 from kernelseek_tui.evaluate.sandboxed_kernel import SLOTS, SandboxedKernel
 from kernelseek_tui.task import TensorSpec
 
@@ -261,6 +268,48 @@ def test_a_host_started_ahead_takes_its_kernel_and_its_name_later(
             call()
     finally:
         ahead.close()
+
+
+@needs_landlock
+def test_the_kernels_process_says_how_it_confined_itself(
+    fake_host: Path, tmp_path: Path, short_dir: Path
+) -> None:
+    sandboxed = kernel(fake_host, StandInCupy(), tmp_path)
+    try:
+        # The stand-in's device is its log's directory (tests/data/fake_cudart).
+        assert sandboxed.confinement.startswith(
+            f"landlock abi {LANDLOCK_ABI}: writes only under {short_dir}; no exec"
+        )
+    finally:
+        sandboxed.close()
+
+
+def test_a_process_left_unconfined_is_said_so_or_refused_when_the_judge_requires(
+    fake_host: Path, tmp_path: Path, short_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stand-in tells the host there is no Landlock, whatever this machine's kernel has.
+    monkeypatch.setenv("KS_FAKE_LANDLOCK", "absent")
+    monkeypatch.setattr(
+        sandbox_host, "KEPT_ENVIRONMENT", (*sandbox_host.KEPT_ENVIRONMENT, "KS_FAKE_LANDLOCK")
+    )
+    started: list[SandboxHost] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> SandboxHost:
+        started.append(SandboxHost(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(sandboxed_kernel, "SandboxHost", recorded)
+    sandboxed = kernel(fake_host, StandInCupy(), tmp_path)
+    try:
+        assert sandboxed.confinement == "none: this kernel has no Landlock (ENOSYS)"
+    finally:
+        sandboxed.close()
+    monkeypatch.setenv(REQUIRE_CONFINEMENT_VARIABLE, "1")
+    with pytest.raises(SandboxError, match="could not confine itself") as refused:
+        kernel(fake_host, StandInCupy(), tmp_path)
+    assert refused.value.kind == "error"
+    with pytest.raises(ProcessLookupError):  # the refused host was closed, not left behind
+        os.kill(started[-1].pid, 0)
 
 
 class StandInCounters:

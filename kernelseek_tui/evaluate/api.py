@@ -454,6 +454,8 @@ def _run_worker(
     buffer = b""
     stopped_for: str | None = None
     forgery: str | None = None  # a line the worker did not seal: the evaluation ends there
+    # How each kernel's process confined itself, by who (the worker's "confinement" lines).
+    confinements: dict[str, str] = {}
     # Who else is on the GPU, for a timed evaluation: looked at once the worker holds its
     # context (its device line), and again at the end.
     timed = any(s.get("timed") for s in request["scenarios"])
@@ -518,6 +520,9 @@ def _run_worker(
                 result.handovers_us[who] = float(message["us"])
                 if who == "the candidate":
                     result.handover_us = float(message["us"])
+            elif kind == "confinement":
+                confinements[str(message.get("who", "the candidate"))] = str(message["said"])
+                result.confinement = confinement_said(confinements)
             elif kind == "fatal":
                 fatal = message
             elif kind == "done":
@@ -588,6 +593,15 @@ def _run_worker(
             stuck.passed = False
             stuck.reasons.append(reason)
     return kind == "error"
+
+
+def confinement_said(by_who: dict[str, str]) -> str:
+    """The result's ``confinement`` from each kernel's process's own: one text where all say
+    the same (the machine's kernel decides it), else each named ("the candidate: ...")."""
+    said = set(by_who.values())
+    if len(said) == 1:
+        return said.pop()
+    return " | ".join(f"{who}: {text}" for who, text in by_who.items())
 
 
 def _left_mps_wedged(

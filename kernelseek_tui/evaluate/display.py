@@ -125,6 +125,8 @@ def format_summary(result: EvalResult) -> str:
             )
         if result.mps:
             lines.append(f"GPU shared through: {result.mps}")
+        if result.confinement:
+            lines.append(f"confinement of the kernels' processes: {result.confinement}")
     # The noise with it: where hand-overs were taken out it also holds their uncertainty, which
     # on few-microsecond scenarios is most of it (evaluate/paired.py).
     noise = (

@@ -135,6 +135,11 @@ class EvalResult:
     # With isolation "process", the MPS server the processes shared the GPU through (or none,
     # and what that costs), and whether it was restarted after this evaluation.
     mps: str | None = None
+    # With isolation "process", how the kernels' processes were confined (evaluate/
+    # sandbox_confinement.h): "landlock abi 7: writes only under /dev ...", or "none: <why>"
+    # where the machine's kernel could not (judged unconfined, unless
+    # KERNELSEEK_REQUIRE_CONFINEMENT=1 refused); each kernel's named where they differ.
+    confinement: str | None = None
     # Processes not ours on the GPU at the start or the end of a timed evaluation
     # (evaluate/gpu_sharing.py): [] checked and none; None not checked (no nvidia-smi, or one
     # that cannot see our own worker).

@@ -10,8 +10,13 @@
 // "error <text>"). A CUDA error found asynchronously (a fault in the candidate's kernel) is
 // written as "fault <text>" to the fault fd by a watcher thread, which then ends the process, so
 // the judge names the fault instead of waiting on a DONE event that will never come. The
-// process dies with the judge (PR_SET_PDEATHSIG): a candidate never outlives its judge.
+// process dies with the judge (PR_SET_PDEATHSIG): a candidate never outlives its judge. It
+// confines itself at its start, before any thread or CUDA call (sandbox_confinement.h): no
+// write outside its device files and its MPS server's directories, no exec, no TCP.
 //
+//   confinement                           replies "ok <how this process confined itself>":
+//                                         "landlock abi <n>: writes only under ..." or
+//                                         "none: <why not>"; at any time
 //   device <ordinal> [<uuid-hex>]         set the device, make the context and the stream;
 //                                         with a UUID, refuse a device that is not that one
 //                                         (the judge's ordinals and ours could differ)
@@ -59,6 +64,7 @@
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <signal.h>
@@ -72,6 +78,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "sandbox_confinement.h"
 
 namespace {
 
@@ -534,6 +542,46 @@ std::string command_count(const std::vector<std::string> &w) {
     return reply_after_done(code, error);
 }
 
+// How this process confined itself at its start (sandbox_confinement.h), or why it did not.
+std::string g_confinement;
+
+#ifdef __CUDACC__
+// A GPU's files: the NVIDIA device files and /dev/shm (sandbox_confinement.h says why).
+std::vector<std::string> device_files() { return {"/dev"}; }
+
+long landlock_abi_here() { return confinement::landlock_abi(); }
+#else
+// Built on the CPU tests' stand-in runtime: its "device" is files in a directory of the test's
+// (null: none), and a test may have it hide Landlock (the errno its kernel would answer with;
+// 0: the real kernel answers), to see the host say it is unconfined.
+extern "C" const char *ks_fake_device_directory(void);
+extern "C" int ks_fake_hidden_landlock(void);
+
+std::vector<std::string> device_files() {
+    const char *directory = ks_fake_device_directory();
+    if (directory == nullptr) return {};
+    return {directory};
+}
+
+long landlock_abi_here() {
+    int hidden = ks_fake_hidden_landlock();
+    if (hidden == 0) return confinement::landlock_abi();
+    errno = hidden;
+    return -1;
+}
+#endif
+
+// Where this process may write once confined: its device files, and the directories of the
+// MPS server it joins (its pipes, sockets and log), where the environment names them.
+std::vector<std::string> writable_places() {
+    std::vector<std::string> places = device_files();
+    for (const char *variable : {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"}) {
+        const char *directory = getenv(variable);
+        if (directory != nullptr && *directory != '\0') places.push_back(directory);
+    }
+    return places;
+}
+
 std::string command_sync(bool device) {
     timespec began, ended;
     clock_gettime(CLOCK_MONOTONIC, &began);
@@ -560,6 +608,15 @@ int main(int argc, char **argv) {
     // Killed with the judge; a judge gone before this line leaves us to init: end now.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1) return 5;
+    // First, while this is the process's only thread and no CUDA call has made any of its own:
+    // Landlock confines only the thread that asks and what it starts afterwards.
+    confinement::Confinement confined =
+        confinement::confine_writes_to(writable_places(), landlock_abi_here());
+    g_confinement = confined.said;
+    // Confined, the driver's JIT cache (~/.nv/ComputeCache) is not writable: told so before
+    // CUDA starts, the driver compiles PTX (this host's trailing kernel, the judge's probe)
+    // without it instead of finding out by EACCES.
+    if (confined.confined) setenv("CUDA_CACHE_DISABLE", "1", 1);
     pthread_t watcher;
     pthread_create(&watcher, nullptr, watch_stream, nullptr);
     static char line[kMaxLine];
@@ -576,6 +633,8 @@ int main(int argc, char **argv) {
         if (name == "quit") {
             reply("ok");
             return 0;
+        } else if (name == "confinement") {
+            answer = w.size() == 1 ? "ok " + g_confinement : "error usage: confinement";
         } else if (name == "device") {
             answer = command_device(w);
         } else if (g_stream == nullptr) {

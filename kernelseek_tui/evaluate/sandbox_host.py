@@ -7,8 +7,14 @@ through CUDA IPC and brackets every call with events on its own stream
 (``evaluate.sandboxed_kernel``), so what the host replies is never trusted for a figure or a
 verdict; it says only what was enqueued, or why not.
 
+The host confines itself with Landlock at its start (``sandbox_confinement.h``): no write
+outside its device files and its MPS server's directories, no exec, no TCP. It says how, or why
+not (``SandboxHost.confinement``); the judge goes on unconfined where the kernel has no
+Landlock, and says so in the result, unless ``KERNELSEEK_REQUIRE_CONFINEMENT=1`` refuses.
+
 This module holds no CUDA: the protocol is plain text lines over pipes, so it is tested on a
-machine with no GPU against the host built on a stand-in runtime (tests/test_sandbox_host.py).
+machine with no GPU against the host built on a stand-in runtime (tests/test_sandbox_host.py,
+tests/test_sandbox_confinement.py).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from kernelseek_tui.evaluate.build import cache_root
 from kernelseek_tui.evaluate.proc_stat import stat_fields
 
 HOST_SOURCE = Path(__file__).with_name("sandbox_host.cpp")
+# What the host's source includes from beside it: part of what its build is keyed by.
+HOST_HEADERS = (Path(__file__).with_name("sandbox_confinement.h"),)
 # The nvcc flags besides the source and output: compiled as CUDA (``-x cu``) for the host's
 # own trailing kernel; the CPU tests build the same source as plain C++ on a stand-in.
 HOST_RECIPE = ("-x", "cu", "-O2", "-ldl")
@@ -50,6 +58,11 @@ KEPT_ENVIRONMENT = (
     "LD_LIBRARY_PATH",
     "PATH",
 )
+# "1": a kernel's process that could not confine itself (no Landlock in this kernel) is
+# refused, its evaluation an error, instead of judged unconfined with the result saying so.
+REQUIRE_CONFINEMENT_VARIABLE = "KERNELSEEK_REQUIRE_CONFINEMENT"
+# How a confined host's answer to ``confinement`` begins ("landlock abi 7: writes only ...").
+CONFINED_BY = "landlock "
 _REPLY_LIMIT = 1 << 16
 # After the host dies, how long the watcher leaves the judge's own thread to notice (it reads
 # EOF on its next reply) before the watcher reports the death itself.
@@ -63,6 +76,12 @@ def _stopped(pid: int) -> bool:
     """Whether the process is stopped by a signal (or gone)."""
     fields = stat_fields(pid)
     return fields is None or fields[0] in ("T", "t", "Z", "X")
+
+
+def confinement_required() -> bool:
+    """Whether a kernel's process that could not confine itself is refused
+    (``KERNELSEEK_REQUIRE_CONFINEMENT=1``)."""
+    return os.environ.get(REQUIRE_CONFINEMENT_VARIABLE) == "1"
 
 
 class SandboxError(Exception):
@@ -82,25 +101,33 @@ class SandboxDied(SandboxError):
 
 @functools.cache
 def _build_key(
-    compiler: str, source: Path = HOST_SOURCE, recipe: tuple[str, ...] = HOST_RECIPE
+    compiler: str,
+    source: Path = HOST_SOURCE,
+    recipe: tuple[str, ...] = HOST_RECIPE,
+    headers: tuple[Path, ...] = HOST_HEADERS,
 ) -> str:
-    """What determines a built binary: its source, the recipe, the compiler's version. Once
-    per process, compiler and binary (``nvcc --version`` is a subprocess; evaluations and a
-    worker's hosts started ahead each ask for the host)."""
+    """What determines a built binary: its source and the headers it includes from beside it,
+    the recipe, the compiler's version. Once per process, compiler and binary (``nvcc
+    --version`` is a subprocess; evaluations and a worker's hosts started ahead each ask for
+    the host)."""
     version = subprocess.run(
         [compiler, "--version"], capture_output=True, text=True, check=False
     ).stdout
     digest = hashlib.sha256()
-    for part in (source.read_bytes(), " ".join(recipe).encode(), version.encode()):
+    sources = [source.read_bytes(), *(header.read_bytes() for header in headers)]
+    for part in (*sources, " ".join(recipe).encode(), version.encode()):
         digest.update(part)
         digest.update(b"\0")
     return digest.hexdigest()[:16]
 
 
 def host_executable(nvcc: str = "nvcc") -> Path:
-    """The host built with ``nvcc`` (CUDA runtime linked statically), cached by its source, the
-    recipe and the compiler's version; built on first use (a few seconds)."""
-    return _built(nvcc, HOST_SOURCE, HOST_RECIPE, "sandbox_host", "the candidate's process")
+    """The host built with ``nvcc`` (CUDA runtime linked statically), cached by its source (and
+    the header it includes), the recipe and the compiler's version; built on first use (a few
+    seconds)."""
+    return _built(
+        nvcc, HOST_SOURCE, HOST_RECIPE, "sandbox_host", "the candidate's process", HOST_HEADERS
+    )
 
 
 def empty_kernel_library(nvcc: str = "nvcc") -> Path:
@@ -109,11 +136,19 @@ def empty_kernel_library(nvcc: str = "nvcc") -> Path:
     return _built(nvcc, EMPTY_SOURCE, EMPTY_RECIPE, "libempty.so", "the judge's empty kernel")
 
 
-def _built(nvcc: str, source: Path, recipe: tuple[str, ...], name: str, what: str) -> Path:
+def _built(
+    nvcc: str,
+    source: Path,
+    recipe: tuple[str, ...],
+    name: str,
+    what: str,
+    headers: tuple[Path, ...] = (),
+) -> Path:
     compiler = shutil.which(nvcc)
     if compiler is None:
         raise SandboxError(f"{nvcc} not found: it builds {what}", "error")
-    target = cache_root().parent / "sandbox" / _build_key(compiler, source, recipe) / name
+    key = _build_key(compiler, source, recipe, headers)
+    target = cache_root().parent / "sandbox" / key / name
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -230,6 +265,21 @@ class SandboxHost:
         if reply.startswith("error "):
             raise SandboxError(f"{self.who}'s process: {reply[6:]}", self.kind)
         raise SandboxError(f"{self.who}'s process replied {reply[:200]!r}", self.kind)
+
+    def confinement(self) -> str:
+        """How the host confined itself at its start: "landlock abi 7: writes only under
+        /dev ..." or "none: <why not>" (sandbox_confinement.h).
+
+        Raises SandboxError ("error": the machine's, not the kernel's) for a host left
+        unconfined when ``KERNELSEEK_REQUIRE_CONFINEMENT=1``."""
+        said = self.ask("confinement")
+        if not said.startswith(CONFINED_BY) and confinement_required():
+            raise SandboxError(
+                f"{self.who}'s process could not confine itself ({said}), and "
+                f"{REQUIRE_CONFINEMENT_VARIABLE}=1 forbids judging a kernel unconfined",
+                "error",
+            )
+        return said
 
     def death_reason(self) -> str:
         """Why the host is gone, from its fault line or its exit status (waits for the exit)."""

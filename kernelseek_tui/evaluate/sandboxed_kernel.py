@@ -60,7 +60,8 @@ _DONE_OFFSET = 64
 
 class SandboxedKernel:
     """``library`` None starts the host without a kernel (device, context and events ready),
-    for a worker started ahead of its request; ``load`` then gives it its kernel."""
+    for a worker started ahead of its request; ``load`` then gives it its kernel.
+    ``confinement``: how its process confined itself (``SandboxHost.confinement``)."""
 
     def __init__(
         self,
@@ -154,6 +155,9 @@ class SandboxedKernel:
         return lambda: self._call(binding, probe=True)
 
     def _set_up(self, cp: Any, counters: StreamCounters | None) -> None:
+        # How the process confined itself, before it holds anything of the judge's; a process
+        # left unconfined is refused here where KERNELSEEK_REQUIRE_CONFINEMENT=1.
+        self.confinement: str = self._host.confinement()
         # The host sees the devices the judge sees (CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER
         # are kept), so the judge's device should have the same ordinal there; its UUID makes
         # sure of it.

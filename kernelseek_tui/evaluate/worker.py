@@ -385,6 +385,7 @@ class Evaluation:
                 handover=handover,
             )
         self.sandboxes.append(kernel)  # closed with the others, whatever load says
+        self.emit({"type": "confinement", "who": who, "said": kernel.confinement})
         if self.handover_probe is not None and timed:
             cost = self._measure_handover(kernel, self.handover_probe)
             self.handover_costs[id(kernel)] = cost

@@ -73,6 +73,14 @@ void ks_fake_fault(void);
 /* ... and this stream (cudaStreamLegacy or cudaStreamPerThread) reports work pending. */
 void ks_fake_leave_work(cudaStream_t stream);
 
+/* For the host's confinement (evaluate/sandbox_confinement.h), on the stand-in: the directory
+ * its "device" lives in (the log's, KS_FAKE_LOG; NULL without a log), which the host may write
+ * once confined as it may write /dev on a GPU; and the errno the host's question for the
+ * kernel's Landlock ABI is to fail with (KS_FAKE_LANDLOCK=absent: ENOSYS, =disabled:
+ * EOPNOTSUPP), 0 for the real kernel to answer. */
+const char *ks_fake_device_directory(void);
+int ks_fake_hidden_landlock(void);
+
 #ifdef __cplusplus
 }
 #endif

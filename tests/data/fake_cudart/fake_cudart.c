@@ -8,6 +8,7 @@
  * is the candidate's host code writing through the pointer. */
 #include "cuda_runtime_api.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,28 @@ struct KsFakeEvent { char name[64]; };
 static struct KsFakeStream the_stream;
 static int device_set = 0;
 static int fault_pending = 0;
+
+/* The stand-in's device files are the test's files beside its log: "device memory", counters
+ * and the log itself. A confined host may write there, as it may write /dev on a GPU. */
+const char *ks_fake_device_directory(void) {
+    static char directory[4096];
+    const char *log = getenv("KS_FAKE_LOG");
+    if (log == NULL || strlen(log) >= sizeof directory) return NULL;
+    strcpy(directory, log);
+    char *slash = strrchr(directory, '/');
+    if (slash == NULL) return ".";
+    *slash = '\0';
+    return directory[0] == '\0' ? "/" : directory;
+}
+
+/* A kernel without Landlock, or with it not enabled, as the tests ask (KS_FAKE_LANDLOCK). */
+int ks_fake_hidden_landlock(void) {
+    const char *kernel = getenv("KS_FAKE_LANDLOCK");
+    if (kernel == NULL) return 0;
+    if (strcmp(kernel, "absent") == 0) return ENOSYS;
+    if (strcmp(kernel, "disabled") == 0) return EOPNOTSUPP;
+    return 0;
+}
 
 static void log_line(const char *what, const char *name) {
     const char *path = getenv("KS_FAKE_LOG");
