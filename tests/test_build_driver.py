@@ -93,6 +93,18 @@ def test_a_candidate_without_driver_calls_does_not_link_the_driver(task, stub_li
             ' return cudaGetDriverEntryPoint("cuLaunchKernel", &fn, 0, &r);',
             "forbidden symbol 'cudaGetDriverEntryPoint",
         ),
+        (  # the runtime's own getter, declared by hand: "__cuda*" on the allow-list
+            'extern "C" cudaError_t __cudaGetProcAddress(const char*, void**, int, '
+            "unsigned long long, cudaDriverEntryPointQueryResult*);\n"
+            + ENTRY
+            % 'void* fn; return __cudaGetProcAddress("cuModuleLoadData", &fn, 13000, 0, 0);',
+            "forbidden symbol '__cudaGetProcAddress'",
+        ),
+        (  # the driver's hidden function tables, through the runtime ("cuda*")
+            ENTRY
+            % "const void* table; cudaUUID_t id = {}; return cudaGetExportTable(&table, &id);",
+            "forbidden symbol 'cudaGetExportTable'",
+        ),
         (
             ENTRY % 'CUfunction fn; CUmodule m = 0; return cuModuleGetFunction(&fn, m, "k");',
             "driver function 'cuModuleGetFunction', outside the task's driver_functions",

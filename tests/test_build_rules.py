@@ -1,7 +1,8 @@
 """Candidates that try to get past the dependency rule without a GPU (tests/adversarial/*.cu):
 includes the text check cannot see, load-time code, raw system calls, threads and the
-environment. Each must fail the build with a reason naming what it did; the two kernels of the
-task must still build."""
+environment, GPU code registered by hand, assembly in host code and assembler directives that
+read files. Each must fail the build with a reason naming what it did; the two kernels of the
+task must still build, and so must inline PTX in device code."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelseek_tui.evaluate.build import build, static_check
+from kernelseek_tui.evaluate.build import build, splice_lines, static_check
 from kernelseek_tui.task import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +38,39 @@ EXPECTED = {
     "thread_exit_destructor.cu": "registers 1 function(s) to run at exit beyond nvcc's own",
     "thread.cu": "calls 'pthread_create', outside the task's allowed_symbols",
     "environment.cu": "calls 'getenv', outside the task's allowed_symbols",
+    "hand_registered_fat_binary.cu": "references '__cudaRegisterFatBinary' from 'ks_launch'",
+    "borrowed_registration_name.cu": "references '__cudaRegisterFatBinary' 2 times",
+    "assembler_incbin.cu": "holds the assembler directive '.incbin'",
+    "composed_directive.cu": "holds the assembler directive '.irp'",
+    "section_name_directive.cu": "holds the assembler directive '.incbin'",
+    "spliced_word.cu": "line 5: forbidden dependency 'thrust'",
+    "pasted_include.cu": "thrust/detail/mpl/math.h' (after preprocessing)",
 }
+# Those with an asm statement in host code: refused for it whatever it holds, besides what it
+# does (the object's rules still see what it does, and say so).
+HOST_ASSEMBLY = [
+    "assembler_incbin.cu",
+    "composed_directive.cu",
+    "hidden_syscall.cu",
+    "init_section.cu",
+    "executable_stack.cu",
+]
+# Inline PTX in device code, a device variable and a kernel: what honest kernels register and
+# write in assembly, none of it refused.
+DEVICE_PTX = r"""#include <cuda_runtime.h>
+#include <stdint.h>
+__device__ int counter;
+__global__ void touch(float* out) {
+  unsigned lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  asm volatile("membar.gl;" ::: "memory");
+  out[threadIdx.x] = (float)lane + (float)counter;
+}
+extern "C" int ks_launch(void* const* t, const int64_t* i, const double* f, cudaStream_t s) {
+  touch<<<1, 32, 0, s>>>((float*)t[0]);
+  return (int)cudaGetLastError();
+}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +95,45 @@ def test_the_build_refuses_it_with_a_named_reason(task, name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["computed_include.cu", "spliced_include.cu", "include_next.cu", "host_only_include.cu"]
+    "name",
+    [
+        "computed_include.cu",
+        "spliced_include.cu",
+        "include_next.cu",
+        "host_only_include.cu",
+        "pasted_include.cu",
+    ],
 )
 def test_the_text_check_alone_would_have_let_it_through(task, name: str) -> None:
     assert static_check((ADVERSARIAL / name).read_text(), task.dependency_rule) == []
+
+
+@pytest.mark.parametrize("name", HOST_ASSEMBLY)
+def test_an_asm_statement_in_host_code_is_refused_whatever_it_holds(task, name: str) -> None:
+    result = build((ADVERSARIAL / name).read_text(), rule=task.dependency_rule)
+    assert not result.ok
+    assert any("has assembly of its own in host code" in r for r in result.reasons), result.reasons
+
+
+@pytest.mark.parametrize("flags", [(), ("-Xcompiler", "-O0"), ("-G",)])
+def test_inline_ptx_in_device_code_and_nvccs_registration_pass(task, flags) -> None:
+    """At -O0 gcc keeps nvcc's registration callback a function of its own; at -O3 it inlines
+    it into the constructor: both are nvcc's registration code."""
+    result = build(DEVICE_PTX, rule=task.dependency_rule, extra_flags=flags)
+    assert result.ok, result.reasons
+
+
+@pytest.mark.parametrize("splice", ["\\\n", "\\  \t\n", "\\\r\n"])
+def test_a_forbidden_word_split_by_a_line_splice_is_found_on_its_line(task, splice: str) -> None:
+    # GCC joins a backslash and the end of its line with blanks between them too.
+    source = f"#include <cuda_runtime.h>\n// thr{splice}ust in a comment\nint thr{splice}ust;\n"
+    reasons = static_check(source, task.dependency_rule)
+    assert reasons == ["line 4: forbidden dependency 'thrust'"], reasons
+
+
+def test_splicing_keeps_the_count_of_lines() -> None:
+    assert splice_lines("a\\\nb\\\nc\nd") == "abc\n\n\nd"
+    assert splice_lines("a\\\nb\\") == "ab\n"
 
 
 def test_the_baseline_passes_every_rule(task) -> None:

@@ -2,8 +2,10 @@
 
 Order matters: the source checks run first and need no compiler; the build compiles to an object
 whose undefined symbols are exactly what the candidate calls (the static CUDA runtime linked
-afterwards brings its own dlopen, which says nothing about the candidate); the linked library is
-then checked for what it exports and which shared libraries it needs.
+afterwards brings its own dlopen, which says nothing about the candidate), checked with where it
+registers GPU code (registration_rules.py) and with the host compiler's assembly, which the
+compile leaves beside it (assembly_rules.py); the linked library is then checked for what it
+exports and which shared libraries it needs.
 
 CUDA driver functions (``cu*``, e.g. ``cuTensorMapEncodeTiled`` for TMA tensor maps) are an
 allow-list of the task's (``[dependencies] driver_functions``): a candidate whose object calls
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from kernelseek_tui.evaluate.assembly_rules import host_assembly_check
 from kernelseek_tui.evaluate.include_rules import include_check
 from kernelseek_tui.evaluate.object_rules import (
     driver_calls,
@@ -32,13 +35,16 @@ from kernelseek_tui.evaluate.object_rules import (
     run_tool,
     undefined_symbols,
 )
+from kernelseek_tui.evaluate.registration_rules import registration_check
 from kernelseek_tui.task import DependencyRule
 
 # Bump when the build recipe or the checks a build must pass change, so that no cache entry
 # built and checked under the old ones is reused (2: destructors, .init/.fini code, indirect
 # functions and system calls hidden inside other instructions refused; 3: memory both writable
-# and executable refused; 4: functions registered to run at exit refused).
-BUILD_VERSION = "4"
+# and executable refused; 4: functions registered to run at exit refused; 5: registration of GPU
+# code outside nvcc's stub, assembly in host code and file-reading assembler directives refused,
+# includes matched by path, forbidden words read across line splices).
+BUILD_VERSION = "5"
 BASE_FLAGS = (
     "-O3",
     "-shared",
@@ -49,6 +55,12 @@ BASE_FLAGS = (
 CACHE_ENV = "KERNELSEEK_CACHE"
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+# A backslash ending a line (GCC also allows blanks after it): the preprocessor joins the two
+# lines before it reads anything else.
+_SPLICE_AT_END = re.compile(r"\\[ \t\f\v]*\r?$")
+# The host compiler's assembly (kernel.s) and its preprocessed input (kernel.ii), left beside
+# the object for the host-assembly check (assembly_rules.py).
+KEEP_HOST_ASSEMBLY = ("-Xcompiler", "-save-temps=obj")
 # Exported names that would interpose on the CUDA runtime/driver, the loader or libc's timers.
 _INTERPOSING = re.compile(r"^(cuda|cu[A-Z]|__cuda|nv|dl|clock_gettime|gettimeofday)")
 LIBCUDA_ENV = "KERNELSEEK_LIBCUDA"
@@ -77,8 +89,33 @@ def strip_comments(source: str) -> str:
     return _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), source)
 
 
+def splice_lines(source: str) -> str:
+    """The source with its line splices joined, as the preprocessor reads it: ``thr\\`` at a
+    line's end and ``ust`` on the next are one word. The newlines a splice removed follow the
+    joined line, so a line number still counts the source's lines (the joined line's first)."""
+    lines: list[str] = []
+    pieces: list[str] = []
+    for physical in source.split("\n"):
+        splice = _SPLICE_AT_END.search(physical)
+        if splice is not None:
+            pieces.append(physical[: splice.start()])
+            continue
+        lines.append("".join(pieces) + physical)
+        lines.extend([""] * len(pieces))
+        pieces = []
+    if pieces:  # the source ends in a splice
+        lines.append("".join(pieces))
+        lines.extend([""] * (len(pieces) - 1))
+    return "\n".join(lines)
+
+
 def static_check(source: str, rule: DependencyRule) -> list[str]:
-    """Reasons the source breaks the dependency rule, with line numbers; empty when clean."""
+    """Reasons the source breaks the dependency rule, with line numbers; empty when clean.
+
+    The include lines are read as written (the preprocessor's view, include_rules.py, is the
+    rule for includes, splices and macros included); the forbidden words across line splices,
+    which the preprocessor joins before anything else (splices first, then comments, as the
+    compiler does them)."""
     reasons = []
     code = strip_comments(source)
     for match in _INCLUDE.finditer(code):
@@ -86,10 +123,11 @@ def static_check(source: str, rule: DependencyRule) -> list[str]:
         line = code.count("\n", 0, match.start()) + 1
         if header not in rule.allowed_includes:
             reasons.append(f"line {line}: include {header!r} is outside the dependency rule")
+    spliced = strip_comments(splice_lines(source))
     for word in rule.forbidden_words:
         pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9])", re.IGNORECASE)
-        for match in pattern.finditer(code):
-            line = code.count("\n", 0, match.start()) + 1
+        for match in pattern.finditer(spliced):
+            line = spliced.count("\n", 0, match.start()) + 1
             reasons.append(f"line {line}: forbidden dependency {word!r}")
             break
     return reasons
@@ -246,13 +284,16 @@ def _compile(
     (work / "kernel.cu").write_text(source)
     compile_flags = [f for f in BASE_FLAGS if f != "-shared"]
     steps = [
-        [nvcc, *compile_flags, *flags, "-c", "kernel.cu", "-o", "kernel.o"],
+        [nvcc, *compile_flags, *flags, *KEEP_HOST_ASSEMBLY, "-c", "kernel.cu", "-o", "kernel.o"],
         [nvcc, *BASE_FLAGS, *flags, "kernel.o", "-o", "kernel.so"],
     ]
     reasons = include_check(nvcc, work / "kernel.cu", [*compile_flags, *flags], rule, timeout_s)
     if reasons:
         return BuildResult(ok=False, reasons=reasons)
     log = []
+    # The host assembly's reasons wait for the link: what an asm statement did to the library
+    # (an executable stack, say) is still named by the library's own checks.
+    assembly_reasons: list[str] = []
     for step, cmd in enumerate(steps):
         try:
             result = subprocess.run(
@@ -267,7 +308,10 @@ def _compile(
         if step == 0:
             symbols = undefined_symbols(work / "kernel.o")
             reasons = object_check(work / "kernel.o", rule, symbols)
+            reasons += registration_check(work / "kernel.o")
+            assembly_reasons = host_assembly_check(work / "kernel.s")
             if reasons:
+                reasons += assembly_reasons
                 return BuildResult(ok=False, reasons=reasons, log="\n".join(log))
             driver = driver_calls(symbols)
             if driver:
@@ -280,11 +324,12 @@ def _compile(
                     )
                     return BuildResult(ok=False, reasons=[reason], log="\n".join(log))
                 steps[1] += ["-Xlinker", str(libcuda)]
-    reasons = library_check(work / "kernel.so", rule, entry)
+    reasons = assembly_reasons + library_check(work / "kernel.so", rule, entry)
     if reasons:
         return BuildResult(ok=False, reasons=reasons, log="\n".join(log))
     (work / "build.log").write_text("\n".join(log))
-    (work / "kernel.o").unlink()
+    for intermediate in ("kernel.o", "kernel.s", "kernel.ii"):
+        (work / intermediate).unlink(missing_ok=True)
     return None
 
 
