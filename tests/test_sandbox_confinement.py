@@ -28,6 +28,7 @@ import pytest
 from sandbox_support import build_fake_host, compile_candidate, handle, have_compilers
 
 from kernelseek_tui.evaluate.sandbox_host import (
+    CONFINEMENT_VARIABLE,
     REQUIRE_CONFINEMENT_VARIABLE,
     SandboxError,
     SandboxHost,
@@ -405,3 +406,22 @@ def test_told_to_the_judge_takes_a_confined_process(
         assert host.confinement().startswith(f"landlock abi {ABI}: ")
     finally:
         host.close()
+
+
+@needs_landlock
+def test_turned_off_by_the_judges_user_the_host_is_unconfined_and_says_so(
+    fake_host: Path, device_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The way out for a machine where CUDA cannot start confined: the judge's own variable,
+    # read before the host starts. The same attempt is refused where it is left on.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    body = f"result = tried(open({c_text(outside / 'made')}, O_CREAT | O_WRONLY, 0600));"
+    assert attempt(fake_host, device_dir, tmp_path, body) == errno.EACCES
+    monkeypatch.setenv(CONFINEMENT_VARIABLE, "off")
+    host = SandboxHost(fake_host)
+    try:
+        assert host.confinement() == "none: turned off (KERNELSEEK_CONFINEMENT=off)"
+    finally:
+        host.close()
+    assert attempt(fake_host, device_dir, tmp_path, body) == 0

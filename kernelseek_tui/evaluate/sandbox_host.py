@@ -61,6 +61,11 @@ KEPT_ENVIRONMENT = (
 # "1": a kernel's process that could not confine itself (no Landlock in this kernel) is
 # refused, its evaluation an error, instead of judged unconfined with the result saying so.
 REQUIRE_CONFINEMENT_VARIABLE = "KERNELSEEK_REQUIRE_CONFINEMENT"
+# "off": the kernels' processes are not confined (a way out for a machine where CUDA cannot
+# start confined; the result then says so). Passed to the host as HOST_UNCONFINED_VARIABLE,
+# set before the host starts, so no candidate can set it.
+CONFINEMENT_VARIABLE = "KERNELSEEK_CONFINEMENT"
+HOST_UNCONFINED_VARIABLE = "KS_HOST_UNCONFINED"
 # How a confined host's answer to ``confinement`` begins ("landlock abi 7: writes only ...").
 CONFINED_BY = "landlock "
 _REPLY_LIMIT = 1 << 16
@@ -216,6 +221,8 @@ class SandboxHost:
         fault_read, fault_write = os.pipe()
         environment = {k: os.environ[k] for k in KEPT_ENVIRONMENT if k in os.environ}
         environment.update(extra_environment or {})
+        if os.environ.get(CONFINEMENT_VARIABLE) == "off":
+            environment[HOST_UNCONFINED_VARIABLE] = "1"
         try:
             self._process = subprocess.Popen(
                 [str(executable), str(reply_write), str(fault_write)],
