@@ -82,7 +82,10 @@ class Tolerance:
 
     ``per``: "tensor" takes the maxima of the ``lowp`` rule over the whole tensor (FA3's test);
     "row" takes them over each row along the last axis, so that rows with large values (a
-    causal scenario's short rows) cannot widen the tolerance of rows with small ones.
+    causal scenario's short rows) cannot widen the tolerance of rows with small ones, and adds
+    ``row_ulps`` units in the last place of the output dtype at the row's largest |ref|: a
+    rounding allowance that scales with the row, where FA3's shift (rounding at magnitude s)
+    is one fixed amount that outweighs everything else on rows of small values.
     """
 
     output: str
@@ -93,6 +96,7 @@ class Tolerance:
     atol_shift: float = 0.0
     atol_shift_factor: float = 2.0
     per: str = "tensor"
+    row_ulps: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,6 +410,12 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
                 f"{path}: tolerance of {output!r}: per = 'row' applies to the lowp rule only "
                 "(the abs rule is judged element by element already)"
             )
+        if tolerances[output].row_ulps != 1.0 and tolerances[output].per != "row":
+            raise TaskError(
+                f"{path}: tolerance of {output!r}: row_ulps applies to per = 'row' only"
+            )
+        if tolerances[output].row_ulps < 0:
+            raise TaskError(f"{path}: tolerance of {output!r}: row_ulps must be >= 0")
     for tensor in tensors:
         if tensor.role == "output" and tensor.name not in tolerances:
             raise TaskError(f"{path}: output {tensor.name!r} has no tolerance rule")

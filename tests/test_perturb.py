@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.flash_emulation import reference as _reference
 from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.dtypes import from_float32, to_float32
 from kernelseek_tui.evaluate.perturb import flip_mask, flip_signs_host, key_parts
 from kernelseek_tui.task import load_task
-from tests.test_tolerance_rows import _reference
 
 TASK = load_task(Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd")
 
