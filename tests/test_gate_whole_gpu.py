@@ -5,15 +5,17 @@ On a stand-in CuPy (tests/gate_support.py); the GPU side ran on no GPU here."""
 
 from __future__ import annotations
 
+import threading
 import time
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from kernelseek_tui.evaluate import gate as gate_module
 from kernelseek_tui.evaluate.gate import GateLetGo, StreamGate
 from kernelseek_tui.evaluate.worker import GATE_KEPT_WAITING, Evaluation
-from tests.gate_support import SMS, FakeStream, fake_cp
+from tests.gate_support import SMS, FakeStream, fake_cp, holds_at_once
 
 
 def test_the_gate_fills_every_sm_with_two_blocks_of_1024_threads() -> None:
@@ -22,21 +24,38 @@ def test_the_gate_fills_every_sm_with_two_blocks_of_1024_threads() -> None:
     assert launched == ["ks_gate", ((2 * SMS,), (1024,))]
 
 
-def test_hold_returns_only_once_the_gpu_says_the_gate_holds() -> None:
-    # The GPU says so late (after the host has polled a while): hold waits for it.
-    polls: list[float] = []
-
+def test_hold_returns_only_once_the_gpu_says_the_gate_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The GPU says so from another thread, 50 ms on (the sample ahead of the gate still
+    # running): hold waits for it, and the gate did not time out.
     def holds_later(host: np.ndarray, ticket: int) -> None:
-        polls.append(time.perf_counter())
+        threading.Timer(0.05, holds_at_once, (host, ticket)).start()
 
-    gate = StreamGate(fake_cp([], gpu=holds_later), FakeStream(), timeout_ms=50.0)
+    gate = StreamGate(fake_cp([], gpu=holds_later), FakeStream())
     began = time.perf_counter()
     gate.hold()
-    # Never said: the host waited the whole limit, and the gate counts as let go.
     assert time.perf_counter() - began >= 0.05
-    assert gate.timed_out() is True
-    # Each ask covers the gates since the one before.
     assert gate.timed_out() is False
+    # A GPU that never says so: the host gives up at its backstop, and the gate counts as let go.
+    monkeypatch.setattr(gate_module, "_HOST_BACKSTOP_S", 0.05)
+    never = StreamGate(fake_cp([], gpu=lambda host, ticket: None), FakeStream())
+    never.hold()
+    assert never.timed_out() is True
+    # Each ask covers the gates since the one before.
+    assert never.timed_out() is False
+
+
+def test_a_gate_that_let_go_before_it_held_ends_the_wait_at_once() -> None:
+    # Its blocks never all resident within the limit (the GPU's side says so): no backstop wait.
+    def let_go(host: np.ndarray, ticket: int) -> None:
+        host[2] = 1
+
+    gate = StreamGate(fake_cp([], gpu=let_go), FakeStream())
+    began = time.perf_counter()
+    gate.hold()
+    assert time.perf_counter() - began < 1.0
+    assert gate.timed_out() is True
 
 
 def test_a_gate_that_held_at_once_does_not_wait_and_did_not_time_out() -> None:

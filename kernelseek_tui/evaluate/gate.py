@@ -45,6 +45,9 @@ from kernelseek_tui.evaluate.gpu_fence import FENCE_THREADS
 # round trip, tens of microseconds) and a collection pause of the judge's, far below the
 # seconds a ``ks_launch`` computing on the CPU would need on a timed scenario.
 GATE_LIMIT_MS = 1000.0
+# How long the host waits for a gate to say it holds before it gives up on the GPU: far above
+# any sample ahead of the gate (a slow candidate's call on the largest scenario, tens of ms).
+_HOST_BACKSTOP_S = 60.0
 
 _GATE_SOURCE = r"""
 extern "C" __global__ void __launch_bounds__(1024, 2)
@@ -151,12 +154,15 @@ class StreamGate:
         self._wait_until_held()
 
     def _wait_until_held(self) -> None:
-        """Until every block of the current gate is resident (the GPU writes its ticket), or
-        the gate's limit: a call asked for before then could start work of its own on SMs the
-        gate has not yet taken. Spins: the wait is the work ahead of the gate, microseconds."""
-        deadline = time.perf_counter() + self._timeout_ms / 1000.0
+        """Until every block of the current gate is resident (the GPU writes its ticket), or a
+        gate let go: a call asked for before then could start work of its own on SMs the gate
+        has not yet taken. Spins: the wait is the work ahead of the gate on the stream (the
+        sample before, its flush, the fence), microseconds to milliseconds. The gate's limit runs
+        on the GPU from when its blocks start, so a long sample before it costs nothing; the
+        host's own limit is only a backstop for a GPU that never runs the gate."""
+        backstop = time.perf_counter() + _HOST_BACKSTOP_S
         while int(self._host[1]) < self._ticket:
-            if time.perf_counter() > deadline:
+            if self._host[2] or time.perf_counter() > backstop:
                 self._never_held = True
                 return
 
