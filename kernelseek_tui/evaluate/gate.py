@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelseek_tui.evaluate.gpu_fence import FENCE_THREADS
+from kernelseek_tui.evaluate.gpu_fence import FENCE_THREADS, whole_gpu_blocks
 
 # How long a gate holds before it lets go by itself: far above an honest hand-over (a pipe
 # round trip, tens of microseconds) and a collection pause of the judge's, far below the
@@ -114,10 +114,7 @@ class StreamGate:
         every sample starts on a GPU no other process is using: work a kernel's process left
         running, or started between its calls to slow the others' turns, is waited out first."""
         self._cp, self._stream = cp, stream
-        device = cp.cuda.Device()
-        sms = int(device.attributes["MultiProcessorCount"])
-        per_sm = int(device.attributes["MaxThreadsPerMultiProcessor"])
-        self.blocks = sms * max(1, per_sm // FENCE_THREADS)
+        self.blocks = whole_gpu_blocks(cp)
         self._kernel = cp.RawKernel(_GATE_SOURCE, "ks_gate")
         self._memory = cp.cuda.alloc_pinned_memory(24)
         self._host = np.frombuffer(self._memory, dtype=np.uint64, count=3)

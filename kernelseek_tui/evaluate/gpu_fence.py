@@ -73,16 +73,21 @@ ks_gpu_fence(unsigned int *state, unsigned int target, unsigned long long limit_
 """
 
 
+def whole_gpu_blocks(cp: Any) -> int:
+    """How many blocks of ``FENCE_THREADS`` fill every SM of the current device's thread slots:
+    all resident at once only when no block of anyone else's is (the fence, the gate)."""
+    attributes = cp.cuda.Device().attributes
+    per_sm = int(attributes["MaxThreadsPerMultiProcessor"])
+    return int(attributes["MultiProcessorCount"]) * max(1, per_sm // FENCE_THREADS)
+
+
 class GpuFence:
     """The fence for one GPU: ``enqueue`` one on a stream; ``timed_out`` says whether any let go
     before the whole GPU was free."""
 
     def __init__(self, cp: Any, *, limit_ms: float = 1000.0) -> None:
         self._cp = cp
-        device = cp.cuda.Device()
-        sms = int(device.attributes["MultiProcessorCount"])
-        per_sm = int(device.attributes["MaxThreadsPerMultiProcessor"])
-        self.blocks = sms * max(1, per_sm // FENCE_THREADS)
+        self.blocks = whole_gpu_blocks(cp)
         self._kernel = cp.RawKernel(FENCE_SOURCE, "ks_gpu_fence")
         self._state = cp.zeros(2, dtype=cp.uint32)
         self._limit_ns = int(limit_ms * 1e6)

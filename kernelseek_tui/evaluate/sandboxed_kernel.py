@@ -233,9 +233,7 @@ class SandboxedKernel:
             self._passed[k].synchronize()
         self._calls += 1
         self._go[k].record(self._stream)
-        began = time.perf_counter()
-        code = int(self._host.ask("call", binding, k, *(("probe",) if probe else ())))
-        self._round_trips.append(time.perf_counter() - began)
+        code = self._timed_ask("call", binding, k, *(("probe",) if probe else ()))
         self._stream.wait_event(self._done[k])
         self._passed[k].record(self._stream)
         return code
@@ -244,15 +242,20 @@ class SandboxedKernel:
         # Wraps after 2**32 calls, which the cyclic comparison of the waits allows.
         self._count = (self._count + 1) & 0xFFFFFFFF
         self._counters.write(self._stream.ptr, self._go_counter, self._count)
-        began = time.perf_counter()
-        code = int(self._host.ask("count", binding, self._count, *(("probe",) if probe else ())))
-        self._round_trips.append(time.perf_counter() - began)
+        code = self._timed_ask("count", binding, self._count, *(("probe",) if probe else ()))
         # Only once the host has enqueued the call (an error above enqueues nothing to wait
         # for, and the next call's counts still match).
         self._counters.wait(self._stream.ptr, self._done_counter, self._count)
         if self._fence is not None:
             # Whatever still runs on the GPU when DONE arrives stays inside the call's sample.
             self._fence.enqueue(self._stream)
+        return code
+
+    def _timed_ask(self, *words: object) -> int:
+        """A call's command and its return code; the round trip kept (``take_round_trips``)."""
+        began = time.perf_counter()
+        code = int(self._host.ask(*words))
+        self._round_trips.append(time.perf_counter() - began)
         return code
 
     def take_round_trips(self) -> float | None:
