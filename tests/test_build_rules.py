@@ -45,6 +45,7 @@ EXPECTED = {
     "section_name_directive.cu": "holds the assembler directive '.incbin'",
     "spliced_word.cu": "line 5: forbidden dependency 'thrust'",
     "pasted_include.cu": "thrust/detail/mpl/math.h' (after preprocessing)",
+    "host_reads_inputs.cu": "calls forbidden symbol 'cudaMemcpyAsync'",
 }
 # Those with an asm statement in host code: refused for it whatever it holds, besides what it
 # does (the object's rules still see what it does, and say so).
