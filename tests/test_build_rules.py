@@ -46,6 +46,7 @@ EXPECTED = {
     "spliced_word.cu": "line 5: forbidden dependency 'thrust'",
     "pasted_include.cu": "thrust/detail/mpl/math.h' (after preprocessing)",
     "host_reads_inputs.cu": "calls forbidden symbol 'cudaMemcpyAsync'",
+    "runtime_log_callback.cu": "calls forbidden symbol 'cudaLogsRegisterCallback'",
 }
 # Those with an asm statement in host code: refused for it whatever it holds, besides what it
 # does (the object's rules still see what it does, and say so).
@@ -154,3 +155,24 @@ def test_a_cached_build_is_not_reused_under_a_stricter_rule(task) -> None:
     strict = build(source, rule=rule)
     assert not strict.ok and not strict.cache_hit
     assert any("'getenv'" in reason for reason in strict.reasons), strict.reasons
+
+
+DEVICE_HELPER = r"""#include <cuda_runtime.h>
+#include <stdint.h>
+STORAGE float twice(float x) { return 2.0f * x; }
+__global__ void double_it(float* out) { out[threadIdx.x] = twice(out[threadIdx.x]); }
+extern "C" int ks_launch(void* const* t, const int64_t* i, const double* f, cudaStream_t s) {
+  double_it<<<1, 32, 0, s>>>((float*)t[3]);
+  return (int)cudaGetLastError();
+}
+"""
+
+
+def test_a_device_function_that_is_not_static_is_refused_with_what_to_do(task) -> None:
+    # nvcc's host copy of it calls exit, which the allow-list does not hold (a review found an
+    # honest helper refused this way, 2026-12-07): the reason says what to change.
+    plain = build(DEVICE_HELPER.replace("STORAGE", "__device__"), rule=task.dependency_rule)
+    assert not plain.ok
+    assert any("'exit'" in r and "declare device functions static" in r for r in plain.reasons)
+    fixed = build(DEVICE_HELPER.replace("STORAGE", "static __device__"), rule=task.dependency_rule)
+    assert fixed.ok, fixed.reasons

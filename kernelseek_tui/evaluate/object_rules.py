@@ -58,6 +58,17 @@ def matches(symbol: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
+# What an honest source most often does to call a symbol it never wrote.
+_HINTS = {
+    # nvcc gives every __device__ function with external linkage a host copy that calls
+    # exit(1) (it is never run); found by a review, 2026-12-07, on a plain helper function.
+    "exit": (
+        " (nvcc's host copy of a __device__ function that is not static calls exit: declare "
+        "device functions static, or __forceinline__)"
+    ),
+}
+
+
 def undefined_symbols(obj: Path) -> list[str]:
     """What the object calls from outside itself, without symbol versions."""
     result = run_tool(["nm", "--undefined-only", "--format=posix", str(obj)], 60)
@@ -81,7 +92,9 @@ def object_check(obj: Path, rule: DependencyRule, symbols: list[str] | None = No
     if rule.allowed_symbols:
         for name in sorted(set(symbols) - set(bad) - set(driver)):
             if not matches(name, rule.allowed_symbols):
-                reasons.append(f"calls {name!r}, outside the task's allowed_symbols")
+                reasons.append(
+                    f"calls {name!r}, outside the task's allowed_symbols" + _HINTS.get(name, "")
+                )
     # One relocation listing serves both counts below.
     relocations = run_tool(["readelf", "-rW", str(obj)], 60).stdout
     constructors, destructors = loader_entries(relocations)
