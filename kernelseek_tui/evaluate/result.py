@@ -47,6 +47,10 @@ class ScenarioResult:
     # (p90 - p10) / median of the candidate's timed calls in this run: how noisy ``ms`` is.
     spread: float | None = None
     samples: int | None = None  # how many timed samples of the candidate ``ms`` is the median of
+    # The candidate's fastest timed sample over ``ms`` (the hand-over taken out of both): far
+    # below 1 means a call that skipped its work. Recorded, not yet judged (docs/RELIABILITY.md,
+    # "Skipped calls and the paired figure": honest kernels' figures on a GPU come first).
+    fastest: float | None = None
     # The longest tail of the candidate's measured runs: how long the device stayed busy after
     # the stream's last work (evaluate/timing.py), and the limit it was held to (ms). Kept on
     # a pass too, so that a tail close to its limit shows before it fails anyone.

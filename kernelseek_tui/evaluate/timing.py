@@ -83,6 +83,15 @@ class TimingStats:
         return self.hidden_by_cross_check or self.hidden_by_tail
 
     @property
+    def fastest(self) -> float | None:
+        """The fastest sample over the median (None without samples): a call that skipped its
+        work reads far below 1 (docs/RELIABILITY.md, "Skipped calls and the paired figure"),
+        where an honest kernel's fastest call is close to its median."""
+        if not self.samples_ms or self.median_ms <= 0:
+            return None
+        return min(self.samples_ms) / self.median_ms
+
+    @property
     def spread(self) -> float:
         """(p90 - p10) / median over the samples: how noisy the number is."""
         if len(self.samples_ms) < 3 or self.median_ms <= 0:

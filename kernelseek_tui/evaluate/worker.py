@@ -756,6 +756,8 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     result.ms = stats.median_ms
     result.spread = stats.spread
     result.samples = len(stats.samples_ms)
+    fastest = stats.fastest
+    result.fastest = None if fastest is None else round(fastest, 4)
     flops = float(ev.flops(fields)) if ev.flops else None
     if flops:
         result.tflops = flops / (stats.median_ms * 1e-3) / 1e12
