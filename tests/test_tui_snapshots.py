@@ -7,8 +7,10 @@ and look at snapshot_report.html (or the SVGs under tests/__snapshots__) before 
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +22,15 @@ from tests.tui_support import SCRIPTED, settle, unpacked_demo
 
 
 @pytest.fixture(scope="module")
-def demo() -> Path:
+def demo() -> Iterator[Path]:
     # A fixed place: the query screen names its traces root, and a snapshot must not change
-    # with pytest's numbered temp dirs.
+    # with pytest's numbered temp dirs. Two test runs on one machine (two clones' CI) would
+    # unpack into it at once, so each holds a lock on it for as long as its snapshots run.
     place = Path(tempfile.gettempdir()) / "kernelseek-snapshot-demo"
-    shutil.rmtree(place, ignore_errors=True)
-    return unpacked_demo(place)
+    with open(f"{place}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(place, ignore_errors=True)
+        yield unpacked_demo(place)
 
 
 def test_main_screen_80x24(demo: Path, snap_compare: Any) -> None:
