@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernelseek_tui.evaluate.api import PairedKernel, evaluate
+from kernelseek_tui.evaluate.paired import is_new_best_paired
 from kernelseek_tui.task import load_task
 
 pytestmark = pytest.mark.gpu
@@ -49,3 +50,44 @@ def test_a_kernel_paired_with_itself_is_within_its_spread(task) -> None:
     summary = result.summary
     assert summary.paired_speedup is not None and summary.paired_spread is not None
     assert abs(summary.paired_speedup - 1.0) <= max(summary.paired_spread, 0.02), summary
+
+
+# A skipper built from sm90.cu: once past its first few hundred calls (the checks before timing,
+# the warm-up), every 100th call returns having launched nothing. The judged call is drawn at
+# random among the measured ones, so most runs never judge a skipped call.
+SKIP_ONE_IN_A_HUNDRED = (
+    "    Params p;\n    p.out = static_cast<__nv_bfloat16*>(tensors[3]);",
+    "    static unsigned long long ks_calls = 0;\n"
+    "    if (++ks_calls > 400 && ks_calls % 100 == 0) return 0;  // nothing launched\n"
+    "    Params p;\n    p.out = static_cast<__nv_bfloat16*>(tensors[3]);",
+)
+
+
+def test_a_kernel_skipping_one_measured_call_in_a_hundred_is_no_new_best_over_itself(
+    task, tmp_path: Path
+) -> None:
+    """RELIABILITY's "Skipped calls and the paired figure" on the GPU. Written 2026-12-07 before
+    it ran on one; the CPU case is tests/test_paired_speedup.py's ``skipping_run``. Under the
+    mean log ratio (before 2026-12-07) a skipper read about 5% faster than its own honest build;
+    under the median it reads within its spread. It also prints each scenario's ``fastest``
+    beside the honest build's: the data a rule naming skippers would rest on (NOTES, 05:20)."""
+    sm90 = TASK_DIR / "sm90.cu"
+    text = sm90.read_text()
+    old, new = SKIP_ONE_IN_A_HUNDRED
+    assert text.count(old) == 1
+    skipper = tmp_path / "sm90_skipper.cu"
+    skipper.write_text(text.replace(old, new))
+    result = evaluate(
+        task, skipper, sets=["quick"], random_count=0, compare=False, pair_with=PairedKernel(sm90)
+    )
+    for scenario in result.scenarios:
+        print(f"skipper {scenario.name}: ms {scenario.ms} fastest {scenario.fastest}")
+    if result.verdict != "pass":
+        # The judged call fell on a skip: caught as wrong, the other right answer.
+        reasons = [*result.reasons, *(r for s in result.scenarios for r in s.reasons)]
+        assert any("measured call" in r for r in reasons), reasons
+        return
+    summary = result.summary
+    assert summary.paired_speedup is not None and summary.paired_spread is not None
+    print(f"skipper paired {summary.paired_speedup:.4f} +- {summary.paired_spread:.4f}")
+    assert not is_new_best_paired(summary.paired_speedup, summary.paired_spread), summary
