@@ -52,13 +52,18 @@ def test_a_kernel_paired_with_itself_is_within_its_spread(task) -> None:
     assert abs(summary.paired_speedup - 1.0) <= max(summary.paired_spread, 0.02), summary
 
 
-# A skipper built from sm90.cu: once past its first few hundred calls (the checks before timing,
-# the warm-up), every 100th call returns having launched nothing. The judged call is drawn at
-# random among the measured ones, so most runs never judge a skipped call.
+# A skipper built from sm90.cu: on a run of calls of one shape (a scenario's timed calls), from
+# the run's 50th call on, every 100th call returns having launched nothing. Skipping only well
+# inside a run keeps off each scenario's first call, which the judge checks whole; the judged
+# measured call is drawn at random, so most runs never judge a skipped call.
 SKIP_ONE_IN_A_HUNDRED = (
     "    Params p;\n    p.out = static_cast<__nv_bfloat16*>(tensors[3]);",
-    "    static unsigned long long ks_calls = 0;\n"
-    "    if (++ks_calls > 400 && ks_calls % 100 == 0) return 0;  // nothing launched\n"
+    "    static long long ks_shape = -1, ks_run = 0;\n"
+    "    const long long shape = ints[0] * 1000003LL + ints[1] * 10007LL + ints[2] * 101LL"
+    " + ints[5] + ints[6];\n"
+    "    ks_run = shape == ks_shape ? ks_run + 1 : 0;\n"
+    "    ks_shape = shape;\n"
+    "    if (ks_run >= 50 && ks_run % 100 == 0) return 0;  // nothing launched\n"
     "    Params p;\n    p.out = static_cast<__nv_bfloat16*>(tensors[3]);",
 )
 
@@ -83,9 +88,11 @@ def test_a_kernel_skipping_one_measured_call_in_a_hundred_is_no_new_best_over_it
     for scenario in result.scenarios:
         print(f"skipper {scenario.name}: ms {scenario.ms} fastest {scenario.fastest}")
     if result.verdict != "pass":
-        # The judged call fell on a skip: caught as wrong, the other right answer.
+        # A skip fell on a call the judge checks (a scenario's first call, or the measured call
+        # drawn to be judged): caught, its reason naming the call, the other right answer. On an
+        # H100 (2026-12-07 07:36) the first run was caught on a bench scenario's first call.
         reasons = [*result.reasons, *(r for s in result.scenarios for r in s.reasons)]
-        assert any("measured call" in r for r in reasons), reasons
+        assert any("the first call" in r or "measured call" in r for r in reasons), reasons
         return
     summary = result.summary
     assert summary.paired_speedup is not None and summary.paired_spread is not None

@@ -172,13 +172,15 @@ def test_the_host_says_how_it_confined_itself(
         said = host.confinement()
     finally:
         host.close()
-    assert said.startswith(f"landlock abi {ABI}: writes only under {device_dir}, {pipe}; no exec")
+    assert said.startswith(
+        f"landlock abi {ABI}: writes only under {device_dir}, {pipe}, /proc/self; no exec"
+    )
     assert ("; no TCP" in said) == (ABI >= 4)
     assert "no-such-log" not in said
 
 
 @needs_landlock
-def test_the_real_host_grants_writes_under_dev_only(
+def test_the_real_host_grants_writes_under_dev_and_its_own_proc_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The host as the judge builds it (nvcc), not the stand-in's: its device files are /dev.
@@ -189,12 +191,16 @@ def test_the_real_host_grants_writes_under_dev_only(
     monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
     host = SandboxHost(host_executable())
     try:
-        assert host.confinement().startswith(f"landlock abi {ABI}: writes only under /dev; no exec")
+        assert host.confinement().startswith(
+            f"landlock abi {ABI}: writes only under /dev, /proc/self; no exec"
+        )
     finally:
         host.close()
 
 
 VICTIM = "the judge's file\n"
+ROOT_CREATE = 'result = tried(open("/proc/self/root" NEW, O_CREAT | O_WRONLY, 0644));'
+ROOT_WRITE = 'result = tried(open("/proc/self/root" VICTIM, O_WRONLY));'
 
 
 @needs_landlock
@@ -209,6 +215,9 @@ VICTIM = "the judge's file\n"
         ("make a directory", "result = tried(mkdir(NEW, 0755));"),
         ("make a symlink", "result = tried(symlink(VICTIM, NEW));"),
         ("make a FIFO", "result = tried(mkfifo(NEW, 0644));"),
+        # Its own /proc entries are granted (CUDA writes there): not a way to the rest.
+        ("create through /proc/self/root", ROOT_CREATE),
+        ("write through /proc/self/root", ROOT_WRITE),
     ],
 )
 def test_a_confined_candidate_writes_no_file_outside_its_device(
@@ -248,6 +257,18 @@ def test_a_confined_candidate_may_write_its_device_files(
     """
     assert attempt(fake_host, device_dir, tmp_path, body) == 0
     assert made.read_text() == "x"
+
+
+@needs_landlock
+def test_a_confined_candidate_may_write_its_own_proc_entries(
+    fake_host: Path, device_dir: Path, tmp_path: Path
+) -> None:
+    # CUDA's set-up writes there (sandbox_confinement.h): refused, the first CUDA call failed.
+    body = """
+        int fd = open("/proc/thread-self/comm", O_WRONLY);
+        result = fd < 0 ? errno : tried(write(fd, "ks-host", 7));
+    """
+    assert attempt(fake_host, device_dir, tmp_path, body) == 0
 
 
 @needs_landlock

@@ -16,6 +16,8 @@ processes and the worker share the GPU through the judge's own MPS server
 
 from __future__ import annotations
 
+import ctypes
+import os
 import subprocess
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from test_evaluate_gpu import BROKEN, KERNELS, NOTHING_TO_COMPUTE, SMALL, TIMED,
 from test_evaluate_gpu import _variant as variant
 
 from kernelseek_tui.evaluate.api import evaluate
+from kernelseek_tui.evaluate.sandbox_host import CONFINEMENT_VARIABLE
 from kernelseek_tui.task import load_task
 
 pytestmark = pytest.mark.gpu
@@ -35,6 +38,13 @@ TASK_DIR = ROOT / "kernels" / "flash_fwd"
 @pytest.fixture(scope="module")
 def task():
     return load_task(TASK_DIR)
+
+
+def landlock_here() -> bool:
+    """This machine's kernel has Landlock (landlock_create_ruleset's version query)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1)) >= 1
 
 
 def isolated(task, source: Path, **kwargs):
@@ -49,6 +59,12 @@ def test_the_starting_kernel_passes_all_182_in_a_process_of_its_own(task) -> Non
     result = isolated(task, task.source, sets=["correctness"], random_count=0, compare=False)
     assert result.verdict == "pass", result.reasons
     assert result.summary.passed == result.summary.total == 182
+    # Confined, unless this kernel has no Landlock or the user turned it off: a host that
+    # could not confine itself goes on and says so, and that must not pass unseen here (on an
+    # H100, 2026-12-07, the confined host first failed its first CUDA call; it writes its own
+    # /proc entries).
+    if os.environ.get(CONFINEMENT_VARIABLE) != "off" and landlock_here():
+        assert (result.confinement or "").startswith("landlock abi"), result.confinement
 
 
 def test_the_result_names_the_hand_over_its_calls_went_through(task) -> None:

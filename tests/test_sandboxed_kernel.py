@@ -278,7 +278,7 @@ def test_the_kernels_process_says_how_it_confined_itself(
     try:
         # The stand-in's device is its log's directory (tests/data/fake_cudart).
         assert sandboxed.confinement.startswith(
-            f"landlock abi {LANDLOCK_ABI}: writes only under {short_dir}; no exec"
+            f"landlock abi {LANDLOCK_ABI}: writes only under {short_dir}, /proc/self; no exec"
         )
     finally:
         sandboxed.close()

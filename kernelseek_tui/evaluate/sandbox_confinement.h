@@ -35,6 +35,12 @@
 // - CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY where set: the MPS server this process
 //   joins (the judge's own keeps both in a fresh /tmp/kernelseek-mps.* of its own,
 //   evaluate/private_mps.py).
+// - /proc/self, resolved to this process's own /proc/<pid> when the rule is made: CUDA's set-up
+//   writes there (an H100, 2026-12-07: without it the first CUDA call of a confined host failed
+//   with cudaErrorOperatingSystem). Only this process's entries, never /proc (as root, the
+//   sysctls), and no way out through them: Landlock judges a path reached through a magic link
+//   (/proc/self/root/..., /proc/self/cwd/...) by where it really lies, so those stay refused
+//   (tests/test_sandbox_confinement.py).
 // Nothing else: not the working directory (the host writes nothing there), and not the JIT
 // cache (~/.nv/ComputeCache), which the judge's own processes read: a kernel writing it could
 // hand the judge code of its making. Candidates are built to sm_90a SASS and need no JIT; the

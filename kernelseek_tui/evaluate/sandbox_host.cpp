@@ -571,14 +571,20 @@ long landlock_abi_here() {
 }
 #endif
 
-// Where this process may write once confined: its device files, and the directories of the
-// MPS server it joins (its pipes, sockets and log), where the environment names them.
+// Where this process may write once confined: its device files, the directories of the MPS
+// server it joins (its pipes, sockets and log) where the environment names them, and its own
+// /proc entries.
 std::vector<std::string> writable_places() {
     std::vector<std::string> places = device_files();
     for (const char *variable : {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"}) {
         const char *directory = getenv(variable);
         if (directory != nullptr && *directory != '\0') places.push_back(directory);
     }
+    // This process's own /proc entries (the path resolves to /proc/<our pid> when the rule is
+    // made): CUDA's set-up writes there, and confined without it the first CUDA call failed
+    // with cudaErrorOperatingSystem (H100, 2026-12-07 07:20; granting /tmp, /run, /var, /sys
+    // or $HOME instead did not help). Never /proc itself: as root that would be the sysctls.
+    places.push_back("/proc/self");
     return places;
 }
 
