@@ -74,7 +74,7 @@ def test_replay_captures_what_the_judged_call_saw() -> None:
 def test_a_batch_is_perturbed_once_per_set_before_it() -> None:
     perturbed: list[tuple[int, int]] = []
     watch = MeasuredCallWatch(
-        2, random.Random(3), lambda s, key: perturbed.append((s, key)), lambda s: {}
+        2, random.Random(3), lambda s, key: perturbed.append((s, key)), lambda s, keep: {}
     )
     watch.plan(8, 4)
     watch.before_sample([MeasuredCall(4 + i, i % 2) for i in range(4)])
@@ -97,6 +97,7 @@ class ToyRun:
         self.computed: list[bool] = []  # per call of the candidate, in order
         self.contents: list[bytes] = []  # the inputs each call saw
         self.first_measured = -1
+        self.copies: list[tuple[int, bool]] = []  # (set, kept) of every copy, in order
         self.watch = MeasuredCallWatch(
             self.N_SETS, random.Random(seed), self._perturb, self._copy_aside
         )
@@ -117,7 +118,8 @@ class ToyRun:
         tensors = self.sets[set_index]
         flip_signs_host([(tensors["x"], "bfloat16"), (tensors["y"], "bfloat16")], key)
 
-    def _copy_aside(self, set_index: int) -> dict[str, Any]:
+    def _copy_aside(self, set_index: int, keep: bool) -> dict[str, Any]:
+        self.copies.append((set_index, keep))
         return {name: array.copy() for name, array in self.sets[set_index].items()}
 
     def _refill(self) -> None:
@@ -182,6 +184,29 @@ def test_an_honest_candidate_passes_and_the_inputs_are_accounted_for(method: str
         assert np.array_equal(aside["out"], ToyRun.expected(seen))
 
 
+@pytest.mark.parametrize("method", ["flushed", "batched"])
+def test_every_sample_ends_with_the_same_copy_and_only_the_judged_one_is_kept(
+    method: str,
+) -> None:
+    # Copied after the judged call alone, the copy's gap before the next sample told a kernel
+    # timing itself that the judged call was past (judged_call.py).
+    for seed in range(5):
+        run = ToyRun(every=1, seed=seed, method=method)
+        run.run()
+        judged = run.watch.judged
+        assert judged is not None
+        per_sample = 1 if method == "flushed" else run.watch.calls // len(run.copies)
+        assert len(run.copies) * per_sample == run.watch.calls >= 4
+        assert [keep for _, keep in run.copies].count(True) == 1
+        kept = next(i for i, (_, keep) in enumerate(run.copies) if keep)
+        assert (kept + 1) * per_sample - 1 == judged.ordinal
+        # each copy is of the set its sample ended on
+        assert all(
+            set_index == ((i + 1) * per_sample - 1) % run.N_SETS
+            for i, (set_index, _) in enumerate(run.copies)
+        )
+
+
 def test_no_two_measured_calls_see_the_same_inputs() -> None:
     run = ToyRun(every=1, seed=5)
     run.run()
@@ -213,7 +238,7 @@ def test_a_candidate_that_skips_calls_is_caught_whenever_the_judged_call_was_ski
 
 
 def test_the_reason_names_the_call_one_based_with_its_set() -> None:
-    watch = MeasuredCallWatch(3, random.Random(0), lambda s, k: None, lambda s: {})
+    watch = MeasuredCallWatch(3, random.Random(0), lambda s, k: None, lambda s, keep: {})
     watch.plan(120, 1)
     assert watch.judged is not None
     k = watch.judged.ordinal

@@ -10,7 +10,13 @@ by the inputs' content. Now, during the measured calls of a timed run:
   and outputs left from an earlier call are wrong;
 - one measured call, drawn when the number of calls is known, has its outputs and inputs
   copied aside right after its end event; after timing its outputs are judged against the
-  reference for the inputs it saw.
+  reference for the inputs it saw;
+- every other sample ends with the same copy, into buffers that are never read: the copy
+  holds back the next sample's start by its own duration (about 0.2 ms for a bench shape's
+  258 MiB), and copied after the judged call alone, that gap told a kernel reading the GPU's
+  clock (``%globaltimer``) that the judged call was past, after which it could do part of the
+  work on every call, the cross-check calls that follow the measured ones excepted (a review,
+  2026-12-07, reasoned and simulated: about 1.18x unpaired over bench, not run on a GPU).
 
 The judge knows what each call saw without copying the inputs before it (which would make the
 chosen call the one with extra work in front of it, a difference a candidate could time): the
@@ -72,15 +78,17 @@ def replay(
 class MeasuredCallWatch:
     """The hooks (timing.MeasuredCallHooks) of one timed run.
 
-    ``perturb(set_index, key)`` changes that set's inputs on the stream; ``copy_aside(set_index)``
-    enqueues copies of that set's tensors (inputs and outputs) into buffers of its own and
-    returns them. ``label`` goes into the judged call's name ("timed after the peers").
+    ``perturb(set_index, key)`` changes that set's inputs on the stream; ``copy_aside(set_index,
+    keep)`` enqueues copies of that set's tensors (inputs and outputs) into buffers of their own
+    and returns them: with ``keep`` the buffers judged after timing, without it buffers of the
+    same size that nothing reads (the copy after every other sample). ``label`` goes into the
+    judged call's name ("timed after the peers").
     """
 
     n_sets: int
     rng: random.Random
     perturb: Callable[[int, int], None]
-    copy_aside: Callable[[int], dict[str, Any]]
+    copy_aside: Callable[[int, bool], dict[str, Any]]
     label: str = ""
     calls: int = 0
     judged: MeasuredCall | None = None
@@ -103,8 +111,13 @@ class MeasuredCallWatch:
             self.log.append(Perturbation(calls[0].ordinal, set_index, key))
 
     def after_sample(self, calls: Sequence[MeasuredCall]) -> None:
-        if self.judged is not None and calls[-1] == self.judged:
-            self.aside = self.copy_aside(self.judged.set_index)
+        # The same copy after every sample, kept only for the judged call: nothing between two
+        # samples tells a kernel which call was judged.
+        last = calls[-1]
+        judged = self.judged is not None and last == self.judged
+        copied = self.copy_aside(last.set_index, judged)
+        if judged:
+            self.aside = copied
 
     def describe(self) -> str:
         """The judged call as a reason names it: 1-based, among the run's measured calls."""

@@ -952,21 +952,24 @@ def _watch_measured_calls(
     ev: Evaluation, sets: list[dict[str, GuardedTensor]], rng: random.Random, label: str = ""
 ) -> MeasuredCallWatch:
     """The hooks of one timed run: a sign-flip kernel per input set, and buffers of their own
-    for the judged call's tensors, allocated now rather than between the measured calls."""
+    for the judged call's tensors and for the same copy after every other sample
+    (judged_call.py), allocated now rather than between the measured calls."""
     cp, task = ev.cp, ev.task
     flippers = [
         SignFlipper(cp, [(tensors[spec.name].body, spec.dtype) for spec in perturbed_inputs(task)])
         for tensors in sets
     ]
     aside = {name: cp.empty_like(tensor.body) for name, tensor in sets[0].items()}
+    decoy = {name: cp.empty_like(tensor.body) for name, tensor in sets[0].items()}
 
     def perturb(set_index: int, key: int) -> None:
         flippers[set_index](key)
 
-    def copy_aside(set_index: int) -> dict[str, Any]:
+    def copy_aside(set_index: int, keep: bool) -> dict[str, Any]:
+        into = aside if keep else decoy
         for name, tensor in sets[set_index].items():
-            aside[name].data.copy_from_device_async(tensor.body.data, tensor.body.nbytes, ev.stream)
-        return aside
+            into[name].data.copy_from_device_async(tensor.body.data, tensor.body.nbytes, ev.stream)
+        return into
 
     return MeasuredCallWatch(len(sets), rng, perturb, copy_aside, label)
 
