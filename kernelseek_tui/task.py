@@ -8,6 +8,7 @@ comparators, the nvcc flags, the tunable knobs and the dependency rule.
 
 from __future__ import annotations
 
+import math
 import random
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -116,6 +117,10 @@ class RandomField:
     high: int | None = None
     choices: tuple[int, ...] = ()
     expr: str | None = None
+    # Drawn uniformly in log(value) (`scale = "log"`): each factor of two of the range as likely
+    # as the next, so a range of 1 to 16384 still draws short sequences often and long ones
+    # (over 4096: one draw in seven) without the long ones taking over.
+    log: bool = False
 
     def draw(self, rng: random.Random, bound: dict[str, int]) -> int:
         if self.expr is not None:
@@ -123,6 +128,9 @@ class RandomField:
         if self.choices:
             return rng.choice(self.choices)
         assert self.low is not None and self.high is not None
+        if self.log:
+            value = int(math.exp(rng.uniform(math.log(self.low), math.log(self.high + 1))))
+            return min(max(value, self.low), self.high)
         return rng.randint(self.low, self.high)
 
 
@@ -557,7 +565,16 @@ def _random_rule(
         elif "choices" in spec:
             parsed.append(RandomField(name, choices=tuple(int(c) for c in spec["choices"])))
         else:
-            parsed.append(RandomField(name, low=int(spec["min"]), high=int(spec["max"])))
+            low, high, scale = int(spec["min"]), int(spec["max"]), spec.get("scale", "linear")
+            if scale not in ("linear", "log"):
+                raise TaskError(
+                    f"{path}: random field {name!r}: scale {scale!r} is neither 'linear' nor 'log'"
+                )
+            if scale == "log" and low < 1:
+                raise TaskError(f"{path}: random field {name!r}: a log scale needs min >= 1")
+            if low > high:
+                raise TaskError(f"{path}: random field {name!r}: min {low} exceeds max {high}")
+            parsed.append(RandomField(name, low=low, high=high, log=scale == "log"))
         bound.add(name)
     missing = [f for f in fields if f not in bound]
     if missing:

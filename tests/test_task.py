@@ -11,7 +11,7 @@ import pytest
 
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.expr import ExprError, evaluate_expr
-from kernelseek_tui.task import TaskError, load_task
+from kernelseek_tui.task import RandomField, TaskError, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK_DIR = ROOT / "kernels" / "flash_fwd"
@@ -76,6 +76,42 @@ def test_random_draws_differ_and_obey_the_rules() -> None:
         assert f["headdim"] in (64, 128, 256)
         assert f["batch"] * f["nheads"] * f["seqlen_q"] * f["seqlen_k"] * f["headdim"] <= 4e10
         task.check_scenario(s, where="test")
+
+
+def test_random_draws_reach_what_the_fixed_sets_leave_unchecked() -> None:
+    # Up to 3000 tokens and 16 heads (before 2026-12-07), nothing beyond 4224 tokens was checked
+    # but the bench set's square MHA shapes.
+    drawn = [s.fields for s in load_task(TASK_DIR).draw_random(400, random.Random(7))]
+    assert any(f["seqlen_k"] > 4224 and f["nheads"] != f["nheads_kv"] for f in drawn)
+    assert any(f["seqlen_q"] <= 4 and f["seqlen_k"] > 3000 for f in drawn)  # decoding
+    assert any(f["seqlen_q"] > 4224 and f["seqlen_q"] != f["seqlen_k"] for f in drawn)
+    assert any(f["nheads"] > 32 for f in drawn)
+    # log-uniform: short sequences stay common
+    assert sum(f["seqlen_q"] <= 64 for f in drawn) > len(drawn) // 4
+
+
+def test_a_log_scale_draws_each_factor_of_two_alike() -> None:
+    field = RandomField("n", low=1, high=1023, log=True)
+    rng = random.Random(3)
+    draws = [field.draw(rng, {}) for _ in range(20000)]
+    assert min(draws) == 1 and max(draws) <= 1023
+    # ten octaves, 1-1 through 512-1023: each about a tenth of the draws
+    octaves = [sum(1 << k <= d < 2 << k for d in draws) for k in range(10)]
+    assert all(1500 < n < 2500 for n in octaves), octaves
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ('{ min = 1, max = 9, scale = "cubic" }', "neither 'linear' nor 'log'"),
+        ('{ min = 0, max = 9, scale = "log" }', "needs min >= 1"),
+        ("{ min = 9, max = 1 }", "min 9 exceeds max 1"),
+    ],
+)
+def test_a_bad_random_range_is_refused(tmp_path: Path, spec: str, message: str) -> None:
+    path = _task_copy(tmp_path, edit="batch = { min = 1, max = 4 } => batch = " + spec)
+    with pytest.raises(TaskError, match=message):
+        load_task(path)
 
 
 def _task_copy(tmp_path: Path, edit: str | None = None, append: str = "") -> Path:
