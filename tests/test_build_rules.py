@@ -47,6 +47,9 @@ EXPECTED = {
     "pasted_include.cu": "thrust/detail/mpl/math.h' (after preprocessing)",
     "host_reads_inputs.cu": "calls forbidden symbol 'cudaMemcpyAsync'",
     "runtime_log_callback.cu": "calls forbidden symbol 'cudaLogsRegisterCallback'",
+    "per_thread_host_callback.cu": "calls forbidden symbol 'cudaLaunchHostFunc_ptsz'",
+    "user_object_destructor.cu": "calls forbidden symbol 'cudaUserObjectCreate'",
+    "managed_variable.cu": "calls forbidden symbol '__cudaRegisterManagedVar'",
 }
 # Those with an asm statement in host code: refused for it whatever it holds, besides what it
 # does (the object's rules still see what it does, and say so).

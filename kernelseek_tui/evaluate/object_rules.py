@@ -46,14 +46,23 @@ def run_tool(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+# The CUDA runtime exports most functions a second time for the per-thread default stream
+# (``cudaLaunchHostFunc_ptsz``, ``cudaMemset_ptds``), and some again in later revisions
+# (``_v2``): each is the same function, and a source declaring that name by hand called a
+# forbidden one under a name the list did not hold (a review, 2026-12-07).
+_RUNTIME_VARIANT = re.compile(r"(?:_v\d+)?(?:_pts[zd])?$")
+
+
 def matches(symbol: str, patterns: tuple[str, ...]) -> bool:
-    """Whether ``symbol`` (version suffix ignored) is one of ``patterns`` ("name*": a prefix)."""
+    """Whether ``symbol`` (version suffix ignored) is one of ``patterns`` ("name*": a prefix),
+    under its own name or as a variant of a runtime function (``_ptsz``, ``_ptds``, ``_v2``)."""
     name = symbol.split("@", 1)[0]
+    names = {name, _RUNTIME_VARIANT.sub("", name)}
     for pattern in patterns:
         if pattern.endswith("*"):
-            if name.startswith(pattern[:-1]):
+            if any(n.startswith(pattern[:-1]) for n in names):
                 return True
-        elif name == pattern:
+        elif pattern in names:
             return True
     return False
 
