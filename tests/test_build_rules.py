@@ -136,6 +136,27 @@ def test_a_forbidden_word_split_by_a_line_splice_is_found_on_its_line(task, spli
     assert reasons == ["line 4: forbidden dependency 'thrust'"], reasons
 
 
+@pytest.mark.parametrize(
+    ("line", "word"),
+    [
+        ('asm volatile("call.uni _ZN7cutlass4gemm6kernelEv;");', "cutlass"),
+        ('asm volatile("call.uni _ZN3c106detail5checkEv;");', "c10"),
+        ("extern int _ZN4cute6layoutE;", "cute"),
+    ],
+)
+def test_a_forbidden_word_inside_a_mangled_name_is_found(task, line: str, word: str) -> None:
+    # Library code compiled elsewhere and called from inline assembly names its functions
+    # mangled: the length of each part stands right before it, where the word check saw a
+    # digit and looked no further.
+    reasons = static_check(f"#include <cuda_runtime.h>\n{line}\n", task.dependency_rule)
+    assert reasons == [f"line 2: forbidden dependency {word!r}"], reasons
+
+
+def test_a_hex_constant_or_a_name_ending_in_a_word_is_no_mangled_name(task) -> None:
+    source = "unsigned mask = 0x3c10;\nint my7cutlass;\nint _Z9notcutlass;\n"
+    assert static_check(source, task.dependency_rule) == []
+
+
 def test_splicing_keeps_the_count_of_lines() -> None:
     assert splice_lines("a\\\nb\\\nc\nd") == "abc\n\n\nd"
     assert splice_lines("a\\\nb\\") == "ab\n"
