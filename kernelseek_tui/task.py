@@ -192,6 +192,13 @@ class Timing:
     # about 3 us (docs/RELIABILITY.md, "Paired timing and the hand-over"). New-best decisions
     # count it as an error of every call of a process alike (evaluate/paired.py, noise.py).
     handover_uncertainty_us: float = 3.0
+    # A timed scenario whose fastest measured sample is under ``min_fastest`` of its median
+    # fails: one call did far less than the others (a call that skips its work reads at the
+    # hand-over's floor). Only where the median is at least ``fastest_floor_ms``: on shorter
+    # calls the hand-over's jitter is a large part of every sample. None: no such rule (a
+    # kernel whose work depends on its data may have honest fast calls).
+    min_fastest: float | None = None
+    fastest_floor_ms: float = 0.03
 
 
 @dataclass(slots=True)
@@ -518,6 +525,15 @@ def _timing(raw: dict[str, Any], path: Path, tensors: tuple[TensorSpec, ...]) ->
     uncertainty = timing.handover_uncertainty_us
     if isinstance(uncertainty, bool) or not isinstance(uncertainty, int | float) or uncertainty < 0:
         raise TaskError(f"{path}: [timing] handover_uncertainty_us must be 0 or more microseconds")
+    if timing.min_fastest is not None and (
+        isinstance(timing.min_fastest, bool)
+        or not isinstance(timing.min_fastest, int | float)
+        or not 0 < timing.min_fastest < 1
+    ):
+        raise TaskError(f"{path}: [timing] min_fastest must be a fraction of the median, 0 to 1")
+    floor = timing.fastest_floor_ms
+    if isinstance(floor, bool) or not isinstance(floor, int | float) or floor < 0:
+        raise TaskError(f"{path}: [timing] fastest_floor_ms must be 0 or more milliseconds")
     if not isinstance(timing.turn_run, int) or timing.turn_run < 1:
         raise TaskError(f"{path}: [timing] turn_run must be a whole number of samples, 1 or more")
     if timing.method not in TIMING_METHODS:

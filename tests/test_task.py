@@ -114,6 +114,13 @@ def test_a_bad_random_range_is_refused(tmp_path: Path, spec: str, message: str) 
         load_task(path)
 
 
+@pytest.mark.parametrize("value", ["1.5", "0", "true"])
+def test_a_skipped_call_rule_outside_zero_to_one_is_refused(tmp_path: Path, value: str) -> None:
+    path = _task_copy(tmp_path, edit=f"min_fastest = 0.5 => min_fastest = {value}")
+    with pytest.raises(TaskError, match="min_fastest must be a fraction of the median"):
+        load_task(path)
+
+
 def _task_copy(tmp_path: Path, edit: str | None = None, append: str = "") -> Path:
     target = tmp_path / "task"
     subprocess.run(["cp", "-r", str(TASK_DIR), str(target)], check=True)

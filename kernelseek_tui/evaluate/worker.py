@@ -763,6 +763,8 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         result.tflops = flops / (stats.median_ms * 1e-3) / 1e12
     if beyond_peak(result, task.timing.max_tflops):
         return result
+    if skipped_work(result, task.timing):
+        return result
     if stats.spread > 0.1:
         result.timing_notes.append(f"noisy: p10-p90 spread {stats.spread:.0%} of the median")
 
@@ -856,6 +858,24 @@ def beyond_peak(result: ScenarioResult, max_tflops: float | None) -> bool:
     result.reasons.append(
         f"timed at {result.tflops:.0f} TFLOP/s, above the device's peak of {max_tflops:.0f}: "
         "the timed calls cannot have done the work"
+    )
+    return True
+
+
+def skipped_work(result: ScenarioResult, timing: Timing) -> bool:
+    """Fail a scenario one of whose measured calls took under ``timing.min_fastest`` of the
+    median (a call that did far less work than the others: docs/RELIABILITY.md, "Skipped calls
+    and the paired figure"); True when it did."""
+    rule, fastest, ms = timing.min_fastest, result.fastest, result.ms
+    if rule is None or fastest is None or ms is None or ms < timing.fastest_floor_ms:
+        return False
+    if fastest >= rule:
+        return False
+    result.passed = False
+    result.reasons.append(
+        f"a measured call took {fastest:.3f} of the median ({fastest * ms * 1000:.1f} us "
+        f"against {ms * 1000:.1f} us; the rule: {rule:g} and more): a call that did far less "
+        "work than the others, as one that skips its work does"
     )
     return True
 
