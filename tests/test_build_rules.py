@@ -152,6 +152,26 @@ def test_a_forbidden_word_inside_a_mangled_name_is_found(task, line: str, word: 
     assert reasons == [f"line 2: forbidden dependency {word!r}"], reasons
 
 
+def test_a_comment_marker_inside_a_string_hides_nothing(task) -> None:
+    # In a C string "\\n" is two characters, not a line's end: stripped from "//" on, the rest
+    # of the line (the mangled name) was never read.
+    source = 'asm volatile("// note\\n\\tcall.uni _ZN7cutlass4gemm6kernelEv;");\n'
+    assert static_check(source, task.dependency_rule) == ["line 1: forbidden dependency 'cutlass'"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "int n = 1'000'000; // it's a cutlass-free comment",
+        "char quote = '\"'; // cutlass",
+        "wchar_t w = L'a'; /* cutlass's */",
+        'const char* s = "a \\" b"; // cutlass',
+    ],
+)
+def test_comments_beside_literals_are_still_comments(task, line: str) -> None:
+    assert static_check(line + "\n", task.dependency_rule) == []
+
+
 def test_a_hex_constant_or_a_name_ending_in_a_word_is_no_mangled_name(task) -> None:
     source = "unsigned mask = 0x3c10;\nint my7cutlass;\nint _Z9notcutlass;\n"
     assert static_check(source, task.dependency_rule) == []

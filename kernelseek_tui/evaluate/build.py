@@ -43,8 +43,10 @@ from kernelseek_tui.task import DependencyRule
 # functions and system calls hidden inside other instructions refused; 3: memory both writable
 # and executable refused; 4: functions registered to run at exit refused; 5: registration of GPU
 # code outside nvcc's stub, assembly in host code and file-reading assembler directives refused,
-# includes matched by path, forbidden words read across line splices).
-BUILD_VERSION = "5"
+# includes matched by path, forbidden words read across line splices; 6: forbidden runtime
+# functions under their _ptsz/_ptds/_v2 names, forbidden words in mangled names and past "//"
+# inside strings).
+BUILD_VERSION = "6"
 BASE_FLAGS = (
     "-O3",
     "-shared",
@@ -54,7 +56,14 @@ BASE_FLAGS = (
 )
 CACHE_ENV = "KERNELSEEK_CACHE"
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+# Comments, and the string and character literals that must be read past whole: a "//" or
+# "/*" inside a string starts no comment (stripped as one, the rest of its line hid a forbidden
+# word or a mangled name from the word check; a review, 2026-12-07). A quote right after a
+# letter or digit is a digit separator (1'000) or a prefix's (L'a'), not a literal's start.
+_COMMENTS = re.compile(
+    r'"(?:\\.|[^"\\\n])*"|(?<![A-Za-z0-9_])\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/',
+    re.DOTALL,
+)
 # A backslash ending a line (GCC also allows blanks after it): the preprocessor joins the two
 # lines before it reads anything else.
 _SPLICE_AT_END = re.compile(r"\\[ \t\f\v]*\r?$")
@@ -85,8 +94,14 @@ def cache_root() -> Path:
 
 
 def strip_comments(source: str) -> str:
-    """The source without comments, lines kept, so words in comments never count."""
-    return _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), source)
+    """The source without comments, lines kept, so words in comments never count; string and
+    character literals are kept whole, comment markers inside them included."""
+
+    def blank(match: re.Match[str]) -> str:
+        text = match.group(0)
+        return text if text[0] in "\"'" else "\n" * text.count("\n")
+
+    return _COMMENTS.sub(blank, source)
 
 
 def splice_lines(source: str) -> str:
