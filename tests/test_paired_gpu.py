@@ -87,6 +87,7 @@ def test_a_kernel_skipping_one_measured_call_in_a_hundred_is_no_new_best_over_it
     )
     for scenario in result.scenarios:
         print(f"skipper {scenario.name}: ms {scenario.ms} fastest {scenario.fastest}")
+    print(f"skipper verdict {result.verdict}: {[*result.reasons][:3]}")
     if result.verdict != "pass":
         # A skip fell on a call the judge checks (a scenario's first call, or the measured call
         # drawn to be judged): caught, its reason naming the call, the other right answer. On an
