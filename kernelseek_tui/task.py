@@ -154,6 +154,9 @@ class DependencyRule:
     driver_functions: tuple[str, ...] = ()
     # Everything the candidate's own object may call ("name*": a prefix); empty: no allow-list.
     allowed_symbols: tuple[str, ...] = ()
+    # The most PTX statements the candidate's own inline assembly may hold in device code
+    # (evaluate/device_asm_rules.py); None: no limit.
+    max_device_asm: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,10 +490,19 @@ def _build_task(directory: Path, path: Path, raw: dict[str, Any], source: str | 
             forbidden_symbols=tuple(deps.get("forbidden_symbols", [])),
             driver_functions=tuple(deps.get("driver_functions", [])),
             allowed_symbols=tuple(deps.get("allowed_symbols", [])),
+            max_device_asm=_max_device_asm(deps.get("max_device_asm"), path),
         ),
         timing=timing,
         isolation=_isolation(raw.get("isolation", "process"), path),
     )
+
+
+def _max_device_asm(value: Any, path: Path) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TaskError(f"{path}: [dependencies] max_device_asm must be a whole number, 0 or more")
+    return value
 
 
 ISOLATIONS = ("in-process", "process")
@@ -637,6 +649,7 @@ _TABLE_KEYS = {
         "forbidden_symbols",
         "driver_functions",
         "allowed_symbols",
+        "max_device_asm",
     },
 }
 

@@ -28,7 +28,8 @@ from functools import cache
 from pathlib import Path
 
 from kernelseek_tui.evaluate.assembly_rules import host_assembly_check
-from kernelseek_tui.evaluate.include_rules import include_check
+from kernelseek_tui.evaluate.device_asm_rules import device_asm_check
+from kernelseek_tui.evaluate.include_rules import include_check, preprocessor_view
 from kernelseek_tui.evaluate.object_rules import (
     driver_calls,
     object_check,
@@ -45,7 +46,7 @@ from kernelseek_tui.task import DependencyRule
 # code outside nvcc's stub, assembly in host code and file-reading assembler directives refused,
 # includes matched by path, forbidden words read across line splices; 6: forbidden runtime
 # functions under their _ptsz/_ptds/_v2 names, forbidden words in mangled names and past "//"
-# inside strings).
+# inside strings, the candidate's inline PTX counted, line directives refused).
 BUILD_VERSION = "6"
 BASE_FLAGS = (
     "-O3",
@@ -139,6 +140,13 @@ def static_check(source: str, rule: DependencyRule) -> list[str]:
         if header not in rule.allowed_includes:
             reasons.append(f"line {line}: include {header!r} is outside the dependency rule")
     spliced = strip_comments(splice_lines(source))
+    for match in _LINE_DIRECTIVE.finditer(spliced):
+        line = spliced.count("\n", 0, match.start()) + 1
+        reasons.append(
+            f"line {line}: a line directive (#line, or a GNU line marker): it renames where the "
+            "code after it comes from, which the count of inline assembly reads"
+        )
+        break
     for word in rule.forbidden_words:
         pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9])", re.IGNORECASE)
         found = pattern.search(spliced) or _mangled_name_holding(spliced, word)
@@ -148,6 +156,10 @@ def static_check(source: str, rule: DependencyRule) -> list[str]:
     return reasons
 
 
+# `#line 7 "cuda_bf16.hpp"`, or GCC's own marker `# 7 "cuda_bf16.hpp"` (also accepted in a
+# source), `%:` being `#` spelled as a digraph: the preprocessor would then say the code after it
+# came from a header, and device_asm_rules.py counts only the candidate's own file.
+_LINE_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(?:line\b|\d)", re.MULTILINE)
 _MANGLED = re.compile(r"(?<![A-Za-z0-9_])_Z[A-Za-z0-9_]+")
 
 
@@ -317,7 +329,9 @@ def _compile(
         [nvcc, *compile_flags, *flags, *KEEP_HOST_ASSEMBLY, "-c", "kernel.cu", "-o", "kernel.o"],
         [nvcc, *BASE_FLAGS, *flags, "kernel.o", "-o", "kernel.so"],
     ]
-    reasons = include_check(nvcc, work / "kernel.cu", [*compile_flags, *flags], rule, timeout_s)
+    view = preprocessor_view(nvcc, work / "kernel.cu", [*compile_flags, *flags], timeout_s)
+    reasons = include_check(view, work / "kernel.cu", rule)
+    reasons += device_asm_check(view.device_text, "kernel.cu", rule.max_device_asm)
     if reasons:
         return BuildResult(ok=False, reasons=reasons)
     log = []

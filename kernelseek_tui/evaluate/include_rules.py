@@ -12,6 +12,9 @@ as ``#include <name>`` would look for it: ``math.h`` allows ``/usr/include/math.
 ``.../cccl/thrust/detail/mpl/math.h``, whose last name is the same (a header named by pasted
 tokens reaches it without the word ``thrust`` in the text). Files are compared after symbolic
 links and ``..`` are resolved, so no spelling of a path reaches another file.
+
+The device pass's preprocessed text is kept in the view for device_asm_rules.py, which counts
+the candidate's own inline PTX in it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class PreprocessorView:
 
     direct_includes: set[str] = field(default_factory=set)
     include_dirs: set[str] = field(default_factory=set)
+    # The device pass's preprocessed source (device_asm_rules.py reads its inline assembly).
+    device_text: str = ""
 
 
 def preprocessor_view(
@@ -54,14 +59,19 @@ def preprocessor_view(
     undefine = ",".join(f"-U{macro}" for macro in _DEVICE_MACROS)
     passes: tuple[list[str], ...] = ([], ["-Xcompiler", undefine])
     view = PreprocessorView()
+    device_file = source.with_name(source.stem + ".device.ii")
     for extra in passes:
-        cmd = [nvcc, *flags, *extra, "-E", "-Xcompiler", "-H,-v", source.name, "-o", "/dev/null"]
+        output = "/dev/null" if extra else device_file.name
+        cmd = [nvcc, *flags, *extra, "-E", "-Xcompiler", "-H,-v", source.name, "-o", output]
         result = subprocess.run(
             cmd, cwd=source.parent, capture_output=True, text=True, timeout=timeout_s
         )
         view.direct_includes.update(path.strip() for path in _DEPTH_ONE.findall(result.stderr))
         for listing in _SEARCH_LIST.findall(result.stderr):
             view.include_dirs.update(line.strip() for line in listing.splitlines() if line.strip())
+    if device_file.exists():
+        view.device_text = device_file.read_text(errors="replace")
+        device_file.unlink()  # megabytes of headers: not kept in the build cache
     return view
 
 
@@ -77,14 +87,12 @@ def allowed_header_files(include_dirs: set[str], allowed_includes: tuple[str, ..
     return found
 
 
-def include_check(
-    nvcc: str, source: Path, flags: list[str], rule: DependencyRule, timeout_s: float
-) -> list[str]:
-    """Reasons the preprocessed candidate includes a header outside the rule; empty when clean.
+def include_check(view: PreprocessorView, source: Path, rule: DependencyRule) -> list[str]:
+    """Reasons the preprocessed candidate (``view``, of ``source``) includes a header outside
+    the rule; empty when clean.
 
     A source that does not preprocess is left to the compiler, which names the error.
     """
-    view = preprocessor_view(nvcc, source, flags, timeout_s)
     allowed = allowed_header_files(view.include_dirs, rule.allowed_includes)
     own_dir = source.parent.resolve()
     reasons = []
