@@ -59,19 +59,24 @@ def preprocessor_view(
     undefine = ",".join(f"-U{macro}" for macro in _DEVICE_MACROS)
     passes: tuple[list[str], ...] = ([], ["-Xcompiler", undefine])
     view = PreprocessorView()
-    device_file = source.with_name(source.stem + ".device.ii")
     for extra in passes:
-        output = "/dev/null" if extra else device_file.name
-        cmd = [nvcc, *flags, *extra, "-E", "-Xcompiler", "-H,-v", source.name, "-o", output]
+        # The device pass's text comes back on stdout (kept in the view); the host pass's is
+        # not needed.
+        output = ["-o", "/dev/null"] if extra else []
+        cmd = [nvcc, *flags, *extra, "-E", "-Xcompiler", "-H,-v", source.name, *output]
         result = subprocess.run(
-            cmd, cwd=source.parent, capture_output=True, text=True, timeout=timeout_s
+            cmd,
+            cwd=source.parent,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
         )
+        if not extra:
+            view.device_text = result.stdout
         view.direct_includes.update(path.strip() for path in _DEPTH_ONE.findall(result.stderr))
         for listing in _SEARCH_LIST.findall(result.stderr):
             view.include_dirs.update(line.strip() for line in listing.splitlines() if line.strip())
-    if device_file.exists():
-        view.device_text = device_file.read_text(errors="replace")
-        device_file.unlink()  # megabytes of headers: not kept in the build cache
     return view
 
 

@@ -48,8 +48,8 @@ class ScenarioResult:
     spread: float | None = None
     samples: int | None = None  # how many timed samples of the candidate ``ms`` is the median of
     # The candidate's fastest timed sample over ``ms`` (the hand-over taken out of both): far
-    # below 1 means a call that skipped its work. Recorded, not yet judged (docs/RELIABILITY.md,
-    # "Skipped calls and the paired figure": honest kernels' figures on a GPU come first).
+    # below 1 means a call that skipped its work; the task's `[timing] min_fastest` fails it
+    # (worker.skipped_work; docs/RELIABILITY.md, "Skipped calls and the paired figure").
     fastest: float | None = None
     # The longest tail of the candidate's measured runs: how long the device stayed busy after
     # the stream's last work (evaluate/timing.py), and the limit it was held to (ms). Kept on
