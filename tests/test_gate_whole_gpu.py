@@ -68,6 +68,21 @@ def test_a_gate_that_held_at_once_does_not_wait_and_did_not_time_out() -> None:
     assert gate.timed_out() is False
 
 
+def test_the_gate_reports_how_long_each_hold_lasted_until_its_release() -> None:
+    # The host's time from a gate holding to its release is the GPU's idle per sample; the
+    # worker reports its median beside the figures (ScenarioResult.gate_hold_us).
+    gate = StreamGate(fake_cp([]), FakeStream())
+    for pause_s in (0.002, 0.02):
+        gate.hold()
+        time.sleep(pause_s)
+        gate.release()
+    gate.release()  # a release with no hold before it adds nothing
+    holds = gate.take_holds_us()
+    assert len(holds) == 2
+    assert 2_000 <= holds[0] < 20_000 <= holds[1] < 1_000_000
+    assert gate.take_holds_us() == []  # each take starts afresh
+
+
 def test_after_a_gate_let_go_the_next_hold_stops_the_timed_run() -> None:
     # The GPU's side: the gate held, then let go by its limit (the call kept it waiting).
     def held_then_let_go(host: np.ndarray, ticket: int) -> None:

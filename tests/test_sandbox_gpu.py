@@ -132,6 +132,11 @@ def test_the_starting_kernel_passes_timed_with_judged_calls_and_peers(task) -> N
     assert result.verdict == "pass", result.reasons
     assert all(s.passed and s.ms for s in result.scenarios), [s.reasons for s in result.scenarios]
     assert any(s.peers for s in result.scenarios)
+    # Each timed scenario says how long its gates held the GPU idle per sample (evaluate/gate.py):
+    # a pipe round trip and the peers' launches, tens to hundreds of microseconds.
+    holds = [s.gate_hold_us for s in result.scenarios]
+    print(f"gate holds (us): {holds}")
+    assert all(us is not None and 0 < us < 10_000 for us in holds), holds
 
 
 def test_each_timed_kernel_has_the_hand_over_of_its_own_process_taken_out(

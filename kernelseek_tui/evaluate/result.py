@@ -69,6 +69,11 @@ class ScenarioResult:
     # the hand-over taken out of this scenario's figures, timed with its calls, in microseconds;
     # None where the one measured before the candidate's load was taken out.
     handover_us: float | None = None
+    # Isolated: the median time a timed sample's gate held the GPU idle while the call was
+    # handed over (evaluate/gate.py), in microseconds; None in-process. Beside ``ms``, how far
+    # from back-to-back the timed calls ran (docs/BENCHMARKS.md, "The judge's clock against
+    # fa_bench's").
+    gate_hold_us: float | None = None
 
     def ratio_to(self, peer: str) -> float | None:
         """How much faster than the peer (>1 is faster), or None without both numbers."""

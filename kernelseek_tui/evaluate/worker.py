@@ -29,6 +29,7 @@ import os
 import random
 import secrets
 import select
+import statistics
 import sys
 import threading
 import time
@@ -650,6 +651,8 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     # the task's, and the starting kernel is timed for as long as this (_time_baseline).
     timing = task.timing_for(scenario["set"])
     probes = ev.in_turn_probes() if task.timing.method == "flushed" else []
+    if ev.gate is not None:
+        ev.gate.take_holds_us()  # this scenario's timed run's own, below
     try:
         if task.timing.method == "flushed" and (ev.paired is not None or peer_calls or probes):
             # Candidate, best-so-far and peers in turn, one sample of each per round: every
@@ -721,6 +724,9 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     except GateLetGo:
         pass  # named below, once the stream is through
     ev.sync("the timed calls")
+    if ev.gate is not None:
+        holds = ev.gate.take_holds_us()
+        result.gate_hold_us = round(statistics.median(holds), 1) if holds else None
     if not ev.gates_held_within_their_limit():
         result.passed = False
         result.reasons.append(GATE_KEPT_WAITING)
