@@ -506,6 +506,10 @@ def _run_worker(
                     if "first_scenario" not in result.timeline:
                         _mark(result, "first_scenario", started)
                     notify(f"{message['scenario']}", done, total)
+                elif message["phase"] == "baseline" and "first_scenario" not in result.timeline:
+                    # Timed before the candidate's first call, where not cached (worker.py,
+                    # _time_baselines_first): say so, or a cold cache looks like a stall.
+                    notify(f"the starting kernel on {message['scenario']}", done, total)
             elif kind == "scenario":
                 record = _scenario_from(message["result"])
                 record.baseline_ms = message.get("baseline_ms")
