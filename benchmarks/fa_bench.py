@@ -12,8 +12,9 @@ noise any two versions' comparison in that run carries.
 flushed by do_bench's 256 MB memset, then the call between two events; it should read as
 do_bench does), that loop with the judge's sign-flip kernel before each flush, over q, k and v
 (`NAME@flip`) or q alone (`NAME@flipq`), and with the judge's own flush size (twice the L2, at
-least 64 MiB) without a flip (`NAME@jflush`) and after a flip of q (`NAME@judgeq`, the judge's
-conditions for flash_fwd): what the judge's per-call work does to a kernel's measured speed.
+least 64 MiB) without a flip (`NAME@jflush`), after a flip of q (`NAME@judgeq`), and after the
+judge's copy of the last output aside and a flip of q (`NAME@judgeqc`, the judge's conditions
+for flash_fwd since 2026-12-07): what the judge's per-call work does to a kernel's measured speed.
 It also prints, once, the GPU time of each piece of that work (each flip, each flush).
 
 `--in-turn` adds, per shape, every entry (candidates and peers) timed by the judge's own
@@ -188,7 +189,11 @@ PRE_CALL_FLIPS: dict[str, tuple[tuple[str, ...], str]] = {
     "flipq": (("q",), "do_bench"),
     "jflush": ((), "judge"),
     "judgeq": (("q",), "judge"),
+    "judgeqc": (("q",), "judge"),
 }
+# Modes that also copy the last output aside before each flip, as the judge does after every
+# sample since 2026-12-07 (evaluate/judged_call.py: the same copy after every sample, one kept).
+COPIES_OUTPUT = frozenset({"judgeqc"})
 
 
 # The judge's timing code with its own flush size (None) or do_bench's, in MB.
@@ -303,6 +308,22 @@ def time_with_pre_call(
     return times[len(times) // 2]
 
 
+def output_copier(out: Any, lse: Any, then: Any) -> Any:
+    """``then`` (if any) after a copy of ``out`` and ``lse`` into buffers nothing reads: the
+    judge's copy after every sample (the same work whether or not the sample is the judged)."""
+    import torch
+
+    decoys = (torch.empty_like(out), torch.empty_like(lse))
+
+    def pre() -> None:
+        decoys[0].copy_(out)
+        decoys[1].copy_(lse)
+        if then is not None:
+            then()
+
+    return pre
+
+
 def sign_flipper(tensors: dict[str, Any], names: tuple[str, ...]) -> Any:
     """The judge's own sign-flip kernel over ``names`` of ``tensors`` (bf16), on torch's stream,
     a fresh key per call; None for no tensors."""
@@ -404,7 +425,9 @@ def main() -> int:
         "--pre-call-flips",
         action="store_true",
         help="also time each candidate in this file's loop: plain, and after the judge's "
-        "sign flips of q, k, v or of q alone before each flush (NAME@loop, @flip, @flipq)",
+        "sign flips of q, k, v or of q alone before each flush (NAME@loop, @flip, @flipq), at "
+        "the judge's flush size (@jflush, @judgeq) and with the judge's copy of the output "
+        "after each call too (@judgeqc)",
     )
     parser.add_argument(
         "--judge-method",
@@ -533,6 +556,8 @@ def main() -> int:
                 call = by_name[base].bind([q, k, v, out, lse], shape, scale, stream)
                 flipped, flush = PRE_CALL_FLIPS[mode]
                 pre = sign_flipper({"q": q, "k": k, "v": v}, flipped)
+                if mode in COPIES_OUTPUT:
+                    pre = output_copier(out, lse, pre)
                 ms = time_with_pre_call(call, pre, args.warmup, args.rep, flush_bytes_of(flush))
                 row[name] = work / (ms * 1e-3) / 1e12
                 continue
