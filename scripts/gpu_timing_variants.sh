@@ -30,6 +30,10 @@ for variant in "$@"; do
     timeout 200 python3 -m kernelseek_tui eval "$task" --source "$source_file" --set bench \
         --isolation process --json $compare > "$OUT/variant-$n.json" 2> "$OUT/variant-$n.err"
     echo "variant $n ($variant): exit $?"
+    # The reasons in the output itself: a call returns only a few files, so a failure must
+    # say why here (one scenario of a variant failed on 2026-12-07 and its file was left out).
+    python3 benchmarks/judge_summary.py "$OUT/variant-$n.json" \
+        || tail -5 "$OUT/variant-$n.err"
 done
 timeout "${FA_BENCH_TIMEOUT:-300}" python3 benchmarks/fa_bench.py --source "$source_file" \
     --in-turn --json "$OUT/fa_bench.json" > "$OUT/fa_bench.txt" 2>&1
