@@ -55,11 +55,19 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    # A test run started in the background by a non-interactive shell inherits SIGINT ignored,
+    # and so would the query, which then could not be stopped by it: the test would fail for
+    # how it was launched (it did, 2026-12-07). The query gets the disposition a terminal gives.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_query(traces: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "kernelseek_tui", "query", "--traces", str(traces), *args],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_ctrl_c_as_at_a_terminal,
     )  # fmt: skip
 
 
