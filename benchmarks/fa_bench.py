@@ -13,9 +13,10 @@ flushed by do_bench's 256 MB memset, then the call between two events; it should
 do_bench does), that loop with the judge's sign-flip kernel before each flush, over q, k and v
 (`NAME@flip`) or q alone (`NAME@flipq`), and with the judge's own flush size (twice the L2, at
 least 64 MiB) without a flip (`NAME@jflush`), after a flip of q (`NAME@judgeq`), and after the
-judge's copy of the last output aside and a flip of q (`NAME@judgeqc`, the judge's conditions
-for flash_fwd since 2026-12-07): what the judge's per-call work does to a kernel's measured speed.
-It also prints, once, the GPU time of each piece of that work (each flip, each flush).
+judge's copy of the call's whole set aside and a flip of q (`NAME@judgeqc`, the judge's
+conditions for flash_fwd since 2026-12-07): what the judge's per-call work does to a kernel's
+measured speed. It also prints, once, the GPU time of each piece of that work (each flip, each
+flush).
 
 `--in-turn` adds, per shape, every entry (candidates and peers) timed by the judge's own
 `time_interleaved` (`NAME@turn`): one sample of each per round, the L2 flushed before each, the
@@ -195,8 +196,9 @@ PRE_CALL_FLIPS: dict[str, tuple[tuple[str, ...], str]] = {
     "judgeq": (("q",), "judge"),
     "judgeqc": (("q",), "judge"),
 }
-# Modes that also copy the last output aside before each flip, as the judge does after every
-# sample since 2026-12-07 (evaluate/judged_call.py: the same copy after every sample, one kept).
+# Modes that also copy the call's whole set (q, k, v, out, lse) aside before each flip, as the
+# judge does after every sample since 2026-12-07 (`87ac740`: the same copy after every sample,
+# only the judged one's kept).
 COPIES_OUTPUT = frozenset({"judgeqc"})
 
 
@@ -312,16 +314,17 @@ def time_with_pre_call(
     return times[len(times) // 2]
 
 
-def output_copier(out: Any, lse: Any, then: Any) -> Any:
-    """``then`` (if any) after a copy of ``out`` and ``lse`` into buffers nothing reads: the
-    judge's copy after every sample (the same work whether or not the sample is the judged)."""
+def set_copier(tensors: tuple[Any, ...], then: Any) -> Any:
+    """``then`` (if any) after a copy of every tensor of the call's set (inputs and outputs)
+    into buffers nothing reads: the judge's copy after every sample, the same work whether or
+    not the sample is the judged one (evaluate/worker.py, ``copy_aside``)."""
     import torch
 
-    decoys = (torch.empty_like(out), torch.empty_like(lse))
+    decoys = [torch.empty_like(tensor) for tensor in tensors]
 
     def pre() -> None:
-        decoys[0].copy_(out)
-        decoys[1].copy_(lse)
+        for decoy, tensor in zip(decoys, tensors, strict=True):
+            decoy.copy_(tensor)
         if then is not None:
             then()
 
@@ -430,7 +433,7 @@ def main() -> int:
         action="store_true",
         help="also time each candidate in this file's loop: plain, and after the judge's "
         "sign flips of q, k, v or of q alone before each flush (NAME@loop, @flip, @flipq), at "
-        "the judge's flush size (@jflush, @judgeq) and with the judge's copy of the output "
+        "the judge's flush size (@jflush, @judgeq) and with the judge's copy of the call's set "
         "after each call too (@judgeqc)",
     )
     parser.add_argument(
@@ -573,7 +576,7 @@ def main() -> int:
                 flipped, flush = PRE_CALL_FLIPS[mode]
                 pre = sign_flipper({"q": q, "k": k, "v": v}, flipped)
                 if mode in COPIES_OUTPUT:
-                    pre = output_copier(out, lse, pre)
+                    pre = set_copier((q, k, v, out, lse), pre)
                 ms = time_with_pre_call(call, pre, args.warmup, args.rep, flush_bytes_of(flush))
                 row[name] = work / (ms * 1e-3) / 1e12
                 continue
