@@ -1,5 +1,6 @@
 """One judge result (`kernelseek eval --json`), in a few lines: verdict, counts, the failures,
-and the largest `out` error as a fraction of its tolerance. For the GPU-box scripts.
+the largest `out` error as a fraction of its tolerance, and (isolated) how long the gates held
+the GPU per sample. For the GPU-box scripts.
 
     python3 benchmarks/judge_summary.py eval.json
 """
@@ -32,6 +33,13 @@ def main() -> int:
         if scenario["passed"] is not True:
             print("  FAIL", scenario["name"], scenario["fields"], scenario["reasons"][:3])
     print(f"max out error / tolerance: {worst:.3f}")
+    holds = sorted(s["gate_hold_us"] for s in result["scenarios"] if s.get("gate_hold_us"))
+    if holds:
+        # How long each timed sample's gate held the GPU before its release (isolated runs).
+        print(
+            f"gate holds per sample, us (median of each timed scenario): {holds[0]:.0f}-"
+            f"{holds[-1]:.0f}, median {holds[len(holds) // 2]:.0f}"
+        )
     return 0
 
 
