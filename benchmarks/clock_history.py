@@ -37,11 +37,12 @@ import argparse
 import itertools
 import json
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from kernelseek_tui.evaluate.gpu_sharing import gpu_line
 
 # (headdim, causal, seqlen, batch, heads): the bench shape furthest off, and two short ones.
 SHAPES: tuple[tuple[int, bool, int, int, int], ...] = (
@@ -105,14 +106,12 @@ class Bench:
 
     def heat(self, name: str, seconds: float, probe_every: int) -> Pattern:
         """do_bench's pattern, back to back, for ``seconds``; a probe every ``probe_every``."""
-        torch = self.torch
         pattern = Pattern(name)
         base = self.event()
         base.record()
         calls: list[tuple[Any, Any]] = []
         probes: list[tuple[Any, Any]] = []
         began = time.perf_counter()
-        index = 0
         while time.perf_counter() - began < seconds:
             self.big.zero_()
             start, end = self.event(), self.event()
@@ -120,36 +119,28 @@ class Bench:
             self.call()
             end.record()
             calls.append((start, end))
-            index += 1
-            if index % probe_every == 0:
-                p0, p1 = self.event(), self.event()
-                p0.record()
-                torch.cuda._sleep(PROBE_CYCLES)
-                p1.record()
-                probes.append((p0, p1))
+            if len(calls) % probe_every == 0:
+                probes.append(self.enqueue_probe())
             # Keep the host ahead of the GPU by a few dozen calls, never by thousands.
-            if index > 32:
-                calls[index - 32][1].synchronize()
-        torch.cuda.synchronize()
+            if len(calls) > 32:
+                calls[-32][1].synchronize()
+        self.torch.cuda.synchronize()
         for start, end in calls:
             pattern.call_ms.append(start.elapsed_time(end))
             pattern.call_at_s.append(base.elapsed_time(start) / 1e3)
-        for p0, p1 in probes:
-            pattern.probe_mhz.append(mhz_of(PROBE_CYCLES, p0.elapsed_time(p1)))
-            pattern.probe_at_s.append(base.elapsed_time(p0) / 1e3)
+        for probe in probes:
+            self.read_probe(pattern, base, probe)
         return pattern
 
     def gapped(self, name: str, seconds: float, gap_us: float, probe_every: int) -> Pattern:
         """The gate's pattern: flush, drain, the host away for ``gap_us``, then the call."""
-        torch = self.torch
         pattern = Pattern(name)
         base = self.event()
         base.record()
         began = time.perf_counter()
-        index = 0
         while time.perf_counter() - began < seconds:
             self.small.zero_()
-            torch.cuda.synchronize()
+            self.torch.cuda.synchronize()
             until = time.perf_counter() + gap_us * 1e-6
             while time.perf_counter() < until:
                 pass
@@ -160,16 +151,26 @@ class Bench:
             end.synchronize()
             pattern.call_ms.append(start.elapsed_time(end))
             pattern.call_at_s.append(base.elapsed_time(start) / 1e3)
-            index += 1
-            if index % probe_every == 0:
-                p0, p1 = self.event(), self.event()
-                p0.record()
-                torch.cuda._sleep(PROBE_CYCLES)
-                p1.record()
-                p1.synchronize()
-                pattern.probe_mhz.append(mhz_of(PROBE_CYCLES, p0.elapsed_time(p1)))
-                pattern.probe_at_s.append(base.elapsed_time(p0) / 1e3)
+            if len(pattern.call_ms) % probe_every == 0:
+                probe = self.enqueue_probe()
+                probe[1].synchronize()
+                self.read_probe(pattern, base, probe)
         return pattern
+
+    def enqueue_probe(self) -> tuple[Any, Any]:
+        """A one-thread spin of PROBE_CYCLES between two events, enqueued (not waited for)."""
+        first, last = self.event(), self.event()
+        first.record()
+        self.torch.cuda._sleep(PROBE_CYCLES)
+        last.record()
+        return first, last
+
+    @staticmethod
+    def read_probe(pattern: Pattern, base: Any, probe: tuple[Any, Any]) -> None:
+        """A finished probe's clock, and when it ran since ``base``, into ``pattern``."""
+        first, last = probe
+        pattern.probe_mhz.append(mhz_of(PROBE_CYCLES, first.elapsed_time(last)))
+        pattern.probe_at_s.append(base.elapsed_time(first) / 1e3)
 
     def dobench(self, name: str) -> Pattern:
         """triton's do_bench median. No probe: one taken just before or after it follows an
@@ -182,18 +183,11 @@ class Bench:
 
 
 def throttle_reasons() -> str:
-    """nvidia-smi's active clock-event reasons and power draw and limit, now."""
-    fields = "clocks.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active"
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        return done.stdout.strip() or done.stderr.strip()
-    except (OSError, subprocess.SubprocessError) as error:
-        return f"nvidia-smi failed: {error}"
+    """nvidia-smi's SM clock, power draw and limit, temperature and active clock-event reasons."""
+    return (
+        gpu_line("clocks.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active")
+        or "nvidia-smi gave nothing"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

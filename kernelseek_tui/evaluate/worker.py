@@ -1290,9 +1290,14 @@ def _time_baselines_first(
         if not scenario.get("timed"):
             continue
         times[index] = _time_baseline(ev, scenario, index)
-        ev.release_shared()
-        ev.cp.get_default_memory_pool().free_all_blocks()
+        _free_scenario_buffers(ev)
     return times
+
+
+def _free_scenario_buffers(ev: Evaluation) -> None:
+    """Free one scenario's buffers before the next one allocates its own."""
+    ev.release_shared()
+    ev.cp.get_default_memory_pool().free_all_blocks()
 
 
 def evaluate_request(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
@@ -1333,9 +1338,7 @@ def _evaluate_scenarios(
         result.wall_s = round(time.perf_counter() - began, 3)
         result.phase_s = ev.phases_so_far()
         emit({"type": "scenario", "result": asdict(result), "baseline_ms": baseline_ms})
-        # Free this scenario's buffers before the next one allocates its own.
-        ev.release_shared()
-        ev.cp.get_default_memory_pool().free_all_blocks()
+        _free_scenario_buffers(ev)
     if ev.baseline_cache is not None:
         ev.baseline_cache.save()
     emit({"type": "done"})
