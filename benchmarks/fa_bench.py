@@ -14,9 +14,9 @@ do_bench does), that loop with the judge's sign-flip kernel before each flush, o
 (`NAME@flip`) or q alone (`NAME@flipq`), and with the judge's own flush size (twice the L2, at
 least 64 MiB) without a flip (`NAME@jflush`), after a flip of q (`NAME@judgeq`), and after the
 judge's copy of the call's whole set aside and a flip of q (`NAME@judgeqc`, the judge's
-conditions for flash_fwd since 2026-12-07): what the judge's per-call work does to a kernel's
-measured speed. It also prints, once, the GPU time of each piece of that work (each flip, each
-flush).
+conditions for flash_fwd since 2026-12-07), or of its outputs alone (`NAME@judgeqo`): what
+the judge's per-call work does to a kernel's measured speed. It also prints, once, the GPU
+time of each piece of that work (each flip, each flush).
 
 `--in-turn` adds, per shape, every entry (candidates and peers) timed by the judge's own
 `time_interleaved` (`NAME@turn`): one sample of each per round, the L2 flushed before each, the
@@ -195,11 +195,13 @@ PRE_CALL_FLIPS: dict[str, tuple[tuple[str, ...], str]] = {
     "jflush": ((), "judge"),
     "judgeq": (("q",), "judge"),
     "judgeqc": (("q",), "judge"),
+    "judgeqo": (("q",), "judge"),
 }
-# Modes that also copy the call's whole set (q, k, v, out, lse) aside before each flip, as the
-# judge does after every sample since 2026-12-07 (`87ac740`: the same copy after every sample,
-# only the judged one's kept).
-COPIES_OUTPUT = frozenset({"judgeqc"})
+# Modes that also copy tensors of the call's set aside before each flip, as the judge does after
+# every sample since 2026-12-07 (`87ac740`: the same copy after every sample, only the judged
+# one's kept): the whole set (q, k, v, out, lse), or the outputs alone (out, lse: the copy a
+# judge needs where the inputs are checked by replay instead).
+COPIES_OUTPUT = {"judgeqc": ("q", "k", "v", "out", "lse"), "judgeqo": ("out", "lse")}
 
 
 # The judge's timing code with its own flush size (None) or do_bench's, in MB.
@@ -434,7 +436,7 @@ def main() -> int:
         help="also time each candidate in this file's loop: plain, and after the judge's "
         "sign flips of q, k, v or of q alone before each flush (NAME@loop, @flip, @flipq), at "
         "the judge's flush size (@jflush, @judgeq) and with the judge's copy of the call's set "
-        "after each call too (@judgeqc)",
+        "after each call too (@judgeqc; of its outputs alone, @judgeqo)",
     )
     parser.add_argument(
         "--judge-method",
@@ -576,7 +578,8 @@ def main() -> int:
                 flipped, flush = PRE_CALL_FLIPS[mode]
                 pre = sign_flipper({"q": q, "k": k, "v": v}, flipped)
                 if mode in COPIES_OUTPUT:
-                    pre = set_copier((q, k, v, out, lse), pre)
+                    named = {"q": q, "k": k, "v": v, "out": out, "lse": lse}
+                    pre = set_copier(tuple(named[n] for n in COPIES_OUTPUT[mode]), pre)
                 ms = time_with_pre_call(call, pre, args.warmup, args.rep, flush_bytes_of(flush))
                 row[name] = work / (ms * 1e-3) / 1e12
                 continue

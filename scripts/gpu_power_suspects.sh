@@ -6,7 +6,8 @@
 #
 # flips: fa_bench --pre-call-flips on sm90.cu alone: do_bench's loop written out (@loop) against
 #        the same loop with the judge's work between calls (@judgeqc: the copy of the whole set
-#        aside and the flip of q; @judgeq, @jflush: parts of it).
+#        aside and the flip of q; @judgeqo: the copy of the outputs alone and the flip;
+#        @judgeq, @jflush: parts of it).
 # turn:  fa_bench --in-turn twice, plain and with the GPU idle 2 s before each shape: what the
 #        load history does to each entry's figure.
 #        TURN_ONLY=d256 keeps fa_bench's shapes with those tags (fa_bench --only).
@@ -30,6 +31,7 @@ for part in $parts; do
         grep -E "^# pre-call|^geomean" "$OUT/flips.txt"
         python3 benchmarks/fa_bench_ratios.py "$OUT/flips.json:$stem@judgeqc" \
             "$OUT/flips.json:$stem@loop" \
+            --pair "$OUT/flips.json:$stem@judgeqo" "$OUT/flips.json:$stem@loop" \
             --pair "$OUT/flips.json:$stem@judgeq" "$OUT/flips.json:$stem@loop" \
             --pair "$OUT/flips.json:$stem@jflush" "$OUT/flips.json:$stem@loop" \
             --pair "$OUT/flips.json:$stem@loop" "$OUT/flips.json:$stem"
