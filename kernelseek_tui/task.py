@@ -180,6 +180,11 @@ class Timing:
     # its memory traffic still sits before each call: fewer tensors keep the gap between calls
     # closer to do_bench's, where one input already changes every output.
     perturb: tuple[str, ...] = ()
+    # Where ``perturb`` lists only some inputs: the share of measured samples, drawn in secret,
+    # before which every floating-point input is flipped instead, so that work done once on the
+    # unlisted inputs and kept across calls shows in those samples' times (evaluate/kept_work.py).
+    # 0: none (that hole open).
+    every_input_share: float = 0.25
     # The size of the L2 flush before each "flushed" sample, in MB; None: the judge's rule
     # (twice the L2, at least 64 MiB). do_bench clears 256 MB.
     flush_mb: float | None = None
@@ -534,6 +539,11 @@ def _timing(raw: dict[str, Any], path: Path, tensors: tuple[TensorSpec, ...]) ->
         )
     if timing.flush_mb is not None and not timing.flush_mb > 0:
         raise TaskError(f"{path}: [timing] flush_mb must be a positive size in MB")
+    share = timing.every_input_share
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share < 1:
+        raise TaskError(
+            f"{path}: [timing] every_input_share must be a share of the samples, 0 to 1"
+        )
     uncertainty = timing.handover_uncertainty_us
     if isinstance(uncertainty, bool) or not isinstance(uncertainty, int | float) or uncertainty < 0:
         raise TaskError(f"{path}: [timing] handover_uncertainty_us must be 0 or more microseconds")

@@ -74,6 +74,10 @@ class ScenarioResult:
     # from back-to-back the timed calls ran (docs/BENCHMARKS.md, "The judge's clock against
     # fa_bench's").
     gate_hold_us: float | None = None
+    # Where the task perturbs only some inputs: the median of the candidate's samples after
+    # every input changed over the median of the others (evaluate/kept_work.py); near 1 for an
+    # honest kernel, above it for one that keeps work across calls. None: not compared.
+    every_input_ratio: float | None = None
 
     def ratio_to(self, peer: str) -> float | None:
         """How much faster than the peer (>1 is faster), or None without both numbers."""

@@ -52,8 +52,9 @@ from kernelseek_tui.evaluate.handover_cost import (
     time_empty_kernel,
 )
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, replay
+from kernelseek_tui.evaluate.kept_work import compare_groups
 from kernelseek_tui.evaluate.peer_calls import PeerCall, prepare_peer_calls
-from kernelseek_tui.evaluate.perturb import SignFlipper
+from kernelseek_tui.evaluate.perturb import SIGN_BITS, SignFlipper
 from kernelseek_tui.evaluate.private_mps import GPU_VARIABLE
 from kernelseek_tui.evaluate.protocol_seal import Sealer
 from kernelseek_tui.evaluate.result import PeerTiming, ScenarioResult
@@ -771,6 +772,8 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
         return result
     if skipped_work(result, task.timing):
         return result
+    if kept_work_fails(task, stats.samples_ms, watch.every_sample, result):
+        return result
     if stats.spread > 0.1:
         result.timing_notes.append(f"noisy: p10-p90 spread {stats.spread:.0%} of the median")
 
@@ -974,6 +977,32 @@ def perturbed_inputs(task: Task) -> tuple[TensorSpec, ...]:
     return tuple(spec for spec in task.inputs if not wanted or spec.name in wanted)
 
 
+def every_input_checked(task: Task) -> bool:
+    """Whether a share of the measured samples gets every input perturbed (kept_work.py): where
+    the task perturbs only some of its floating-point inputs and its share is above 0."""
+    floating = {spec.name for spec in task.inputs if spec.dtype in SIGN_BITS}
+    listed = {spec.name for spec in perturbed_inputs(task)} & floating
+    return task.timing.every_input_share > 0 and listed != floating
+
+
+def kept_work_fails(
+    task: Task, samples_ms: list[float], every_sample: list[bool], result: ScenarioResult
+) -> bool:
+    """Fail ``result`` where the samples after every input changed ran slower than the others
+    beyond the rule (kept_work.py); their ratio goes into the result either way."""
+    if not every_sample:
+        return False
+    check = compare_groups(samples_ms, every_sample)
+    if check is None:
+        return False
+    result.every_input_ratio = round(check.ratio, 4)
+    if not check.kept_work():
+        return False
+    result.passed = False
+    result.reasons.append(check.reason([spec.name for spec in perturbed_inputs(task)]))
+    return True
+
+
 def _watch_measured_calls(
     ev: Evaluation, sets: list[dict[str, GuardedTensor]], rng: random.Random, label: str = ""
 ) -> MeasuredCallWatch:
@@ -991,13 +1020,31 @@ def _watch_measured_calls(
     def perturb(set_index: int, key: int) -> None:
         flippers[set_index](key)
 
+    perturb_every: Callable[[int, int], None] | None = None
+    if every_input_checked(task):
+        every_flippers = [
+            SignFlipper(cp, [(tensors[spec.name].body, spec.dtype) for spec in task.inputs])
+            for tensors in sets
+        ]
+
+        def perturb_every(set_index: int, key: int) -> None:
+            every_flippers[set_index](key)
+
     def copy_aside(set_index: int, keep: bool) -> dict[str, Any]:
         into = aside if keep else decoy
         for name, tensor in sets[set_index].items():
             into[name].data.copy_from_device_async(tensor.body.data, tensor.body.nbytes, ev.stream)
         return into
 
-    return MeasuredCallWatch(len(sets), rng, perturb, copy_aside, label)
+    return MeasuredCallWatch(
+        len(sets),
+        rng,
+        perturb,
+        copy_aside,
+        label,
+        perturb_every=perturb_every,
+        every_share=task.timing.every_input_share,
+    )
 
 
 def _replay_perturbations(
@@ -1014,15 +1061,22 @@ def _replay_perturbations(
         SignFlipper(cp, [(snapshot[spec.name], spec.dtype) for spec in perturbed_inputs(task)])
         for snapshot in snapshots
     ]
+    every_flippers = [
+        SignFlipper(cp, [(snapshot[spec.name], spec.dtype) for spec in task.inputs])
+        for snapshot in snapshots
+    ]
     seen: dict[str, Any] = {}
 
     def apply(set_index: int, key: int) -> None:
         flippers[set_index](key)
 
+    def apply_every(set_index: int, key: int) -> None:
+        every_flippers[set_index](key)
+
     def capture(set_index: int) -> None:
         seen.update({name: array.copy() for name, array in snapshots[set_index].items()})
 
-    replay(watch.log, watch.judged, apply, capture)
+    replay(watch.log, watch.judged, apply, capture, apply_every)
     ev.stream.synchronize()
     return seen
 

@@ -1,0 +1,214 @@
+"""Work kept across calls (evaluate/kept_work.py): where the task perturbs only some inputs,
+a secret share of the samples has every input perturbed, and a kernel that keeps work done on
+the unlisted inputs shows up in those samples' times."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from kernelseek_tui.evaluate import timing as timing_module
+from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, Perturbation, replay
+from kernelseek_tui.evaluate.kept_work import BOUND, MIN_GROUP, compare_groups, rank_z
+from kernelseek_tui.evaluate.perturb import flip_signs_host
+from kernelseek_tui.evaluate.result import ScenarioResult
+from kernelseek_tui.evaluate.timing import MeasuredCall, time_calls
+from kernelseek_tui.evaluate.worker import every_input_checked, kept_work_fails
+from kernelseek_tui.task import Timing, load_task
+from tests.test_judged_call import ToyRun
+from tests.test_timing_method import FakeGpu
+
+
+@pytest.fixture(autouse=True)
+def fresh_flush_buffers(monkeypatch) -> None:
+    monkeypatch.setattr(timing_module, "_flush_buffers", {})
+    monkeypatch.setattr(timing_module, "_hold_kernels", {})
+
+
+def test_rank_z_is_zero_for_equal_groups_and_grows_with_a_shift() -> None:
+    same = [1.0, 2.0, 3.0, 4.0]
+    assert rank_z(same, same) == pytest.approx(0.0)
+    assert rank_z([5.0] * 10, [5.0] * 10) == 0.0  # all tied: no evidence either way
+    high = [10.0 + i for i in range(10)]
+    low = [float(i) for i in range(10)]
+    # every value above every other: U = n * m, z = (n m / 2) / sqrt(n m (n + m + 1) / 12)
+    assert rank_z(high, low) == pytest.approx(50 / np.sqrt(100 * 21 / 12))
+    assert rank_z(low, high) == pytest.approx(-rank_z(high, low))
+
+
+def test_groups_too_small_are_not_compared() -> None:
+    samples = [1.0] * 40
+    flags = [i < MIN_GROUP - 1 for i in range(40)]
+    assert compare_groups(samples, flags) is None
+    flags = [i < MIN_GROUP for i in range(40)]
+    assert compare_groups(samples, flags) is not None
+    with pytest.raises(ValueError):
+        compare_groups(samples, flags[:-1])
+
+
+def _simulated(rng: random.Random, slowdown: float, n: int = 70, share: float = 0.25):
+    """A run of ``n`` samples with 2% noise, the every-input ones ``slowdown`` times longer."""
+    flags = [rng.random() < share for _ in range(n)]
+    samples = [(slowdown if f else 1.0) * rng.gauss(1.4, 0.028) for f in flags]
+    return samples, flags
+
+
+def test_honest_runs_are_not_named_in_two_thousand_tries() -> None:
+    rng = random.Random(11)
+    named = 0
+    for _ in range(2000):
+        check = compare_groups(*_simulated(rng, 1.0))
+        named += check is not None and check.kept_work()
+    assert named == 0
+
+
+def test_a_kernel_paying_its_kept_work_again_after_every_change_is_named() -> None:
+    rng = random.Random(12)
+    named = 0
+    for _ in range(200):
+        check = compare_groups(*_simulated(rng, 1.3))
+        named += check is not None and check.kept_work()
+    assert named >= 195
+    # a gain inside the bound is not named: a few percent is not worth a verdict on noise
+    small = [compare_groups(*_simulated(rng, 1.0 + BOUND / 2)) for _ in range(200)]
+    assert not any(c is not None and c.kept_work() for c in small)
+
+
+def test_the_reason_gives_both_medians_and_the_listed_inputs() -> None:
+    samples = [2.0] * 10 + [1.0] * 30
+    check = compare_groups(samples, [True] * 10 + [False] * 30)
+    assert check is not None and check.kept_work()
+    reason = check.reason(["q"])
+    assert "the 10 measured samples after every input changed took 2.000" in reason
+    assert "the 30 after only 'q' changed" in reason
+    assert "2000.0 us against 1000.0 us" in reason
+    result = ScenarioResult(name="s", set="bench", fields={})
+    task = load_task("kernels/flash_fwd")
+    assert kept_work_fails(task, samples, [True] * 10 + [False] * 30, result)
+    assert result.passed is False and result.every_input_ratio == 2.0
+    honest = ScenarioResult(name="s", set="bench", fields={})
+    assert not kept_work_fails(task, [1.0] * 40, [True] * 10 + [False] * 30, honest)
+    assert honest.every_input_ratio == 1.0 and honest.passed is None
+
+
+def test_flash_fwd_gets_the_check_and_a_task_perturbing_every_input_does_not() -> None:
+    import dataclasses
+
+    task = load_task("kernels/flash_fwd")
+    assert task.timing.perturb == ("q",) and task.timing.every_input_share == 0.25
+    assert every_input_checked(task)
+    everything = dataclasses.replace(task.timing, perturb=())
+    assert not every_input_checked(dataclasses.replace(task, timing=everything))
+    off = dataclasses.replace(task.timing, every_input_share=0.0)
+    assert not every_input_checked(dataclasses.replace(task, timing=off))
+
+
+def test_a_watch_without_the_every_input_flipper_draws_nothing_more() -> None:
+    # The draws of the judged call and the keys stay those of before for tasks without it.
+    plain = MeasuredCallWatch(2, random.Random(4), lambda s, k: None, lambda s, keep: {})
+    old_rng = random.Random(4)
+    plain.plan(10, 1)
+    old_rng.randrange(10)
+    for i in range(10):
+        plain.before_sample([MeasuredCall(i, i % 2)])
+    assert [p.key for p in plain.log] == [old_rng.getrandbits(64) for _ in range(10)]
+    assert not any(p.every for p in plain.log) and plain.every_sample == [False] * 10
+
+
+def test_replay_needs_the_every_input_flipper_for_such_a_perturbation() -> None:
+    log = [Perturbation(0, 0, 1), Perturbation(1, 0, 2, every=True)]
+    applied: list[tuple[str, int]] = []
+    replay(
+        log,
+        MeasuredCall(1, 0),
+        lambda s, k: applied.append(("listed", k)),
+        lambda s: None,
+        lambda s, k: applied.append(("every", k)),
+    )
+    assert applied == [("listed", 1), ("every", 2)]
+    with pytest.raises(ValueError, match="nothing to replay"):
+        replay(log, MeasuredCall(1, 0), lambda s, k: None, lambda s: None)
+
+
+class KeptWorkRun(ToyRun):
+    """ToyRun with x alone listed for perturbation and y flipped on the secret share too; the
+    candidate pays ``extra_ms`` for its work on y on every call (honest) or, keeping that work
+    (``keeps``), only on calls where y changed since it last looked at it."""
+
+    def __init__(self, seed: int, keeps: bool, extra_ms: float = 0.1) -> None:
+        super().__init__(every=1, seed=seed)
+        self.keeps, self.extra_ms = keeps, extra_ms
+        self.watch = MeasuredCallWatch(
+            self.N_SETS,
+            random.Random(seed),
+            self._perturb_listed,
+            self._copy_aside,
+            perturb_every=self._perturb,
+            every_share=0.25,
+        )
+        self.last_y: dict[int, bytes] = {}
+
+    def _perturb_listed(self, set_index: int, key: int) -> None:
+        flip_signs_host([(self.sets[set_index]["x"], "bfloat16")], key)
+
+    def run(self) -> None:
+        gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
+
+        def call(set_index: int) -> None:
+            tensors = self.sets[set_index]
+            y = tensors["y"].tobytes()
+            if not self.keeps or self.last_y.get(set_index) != y:
+                gpu.now += self.extra_ms  # the work on y, done again
+                self.last_y[set_index] = y
+            tensors["out"][...] = self.expected(tensors)
+            gpu.call(set_index)
+
+        timing = Timing(warmup_ms=2, rep_ms=40, max_reps=160)
+        self.stats = time_calls(
+            gpu.cp,
+            gpu.stream,
+            call,
+            self.N_SETS,
+            timing,
+            after_warmup=self._refill,
+            hooks=self.watch,
+        )
+
+    def replayed(self) -> dict[str, np.ndarray]:
+        seen: dict[str, np.ndarray] = {}
+
+        def apply(set_index: int, key: int) -> None:
+            flip_signs_host([(self.pristine[set_index]["x"], "bfloat16")], key)
+
+        def apply_every(set_index: int, key: int) -> None:
+            snapshot = self.pristine[set_index]
+            flip_signs_host([(snapshot["x"], "bfloat16"), (snapshot["y"], "bfloat16")], key)
+
+        def capture(set_index: int) -> None:
+            seen.update({name: array.copy() for name, array in self.pristine[set_index].items()})
+
+        assert self.watch.judged is not None
+        replay(self.watch.log, self.watch.judged, apply, capture, apply_every)
+        return seen
+
+
+def test_a_kernel_keeping_work_on_unperturbed_inputs_is_named_and_an_honest_one_is_not() -> None:
+    for seed in range(5):
+        honest, keeper = KeptWorkRun(seed, keeps=False), KeptWorkRun(seed, keeps=True)
+        honest.run()
+        keeper.run()
+        # both did the same on the judged call's inputs, and the replay accounts for every flip
+        for run in (honest, keeper):
+            assert any(p.every for p in run.watch.log) and not all(p.every for p in run.watch.log)
+            seen, aside = run.replayed(), run.watch.aside
+            for tensors, expected in zip(run.sets, run.pristine, strict=True):
+                assert all(np.array_equal(tensors[n], expected[n]) for n in ("x", "y"))
+            assert aside is not None and np.array_equal(aside["out"], ToyRun.expected(seen))
+        check = compare_groups(honest.stats.samples_ms, honest.watch.every_sample)
+        assert check is not None and not check.kept_work() and check.ratio == pytest.approx(1.0)
+        check = compare_groups(keeper.stats.samples_ms, keeper.watch.every_sample)
+        # the keeper's median is the cheap call's, 0.20 ms against the honest 0.30
+        assert keeper.stats.median_ms == pytest.approx(0.2)
+        assert check is not None and check.kept_work() and check.ratio == pytest.approx(1.5)
