@@ -15,7 +15,8 @@
 # FA_BENCH_ARGS adds fa_bench options to the bench part (e.g. "--aa-peers --dobench-turn 4"),
 # FA_BENCH_TIMEOUT its limit in seconds (default 300). HANDOVERS names the hand-overs the bench
 # part judges with, one isolated run each against the one fa_bench run (default "fenced", the
-# judge's default; "fenced counters" to compare the two).
+# judge's default; "fenced counters" to compare the two; "fenced fenced:set" to compare the
+# judge's copy of the outputs after each sample with its copy of the whole set).
 set -uo pipefail
 part=${1:-}
 : "${OUT:?OUT names the folder for the results}"
@@ -51,13 +52,19 @@ loop)
     grep -A1 "^full evaluation" "$OUT/full.txt"
     ;;
 bench)
+    # Each judge run: a hand-over, with ":set" for the judge's copy of the whole set after
+    # every sample (KERNELSEEK_COPY_ASIDE=set) rather than its outputs alone.
     handovers=${HANDOVERS:-fenced}
     for handover in $handovers; do
+        copy=outputs
+        case "$handover" in *:set) copy=set ;; esac
         mark "judge-$handover" start
-        KERNELSEEK_HANDOVER=$handover timeout 150 python3 -m kernelseek_tui eval kernels/flash_fwd \
+        KERNELSEEK_HANDOVER=${handover%:set} KERNELSEEK_COPY_ASIDE=$copy timeout 150 \
+            python3 -m kernelseek_tui eval kernels/flash_fwd \
             --source "$source_file" --set bench --isolation process --json \
             > "$OUT/isolated-$handover.json" 2> "$OUT/isolated-$handover.err"
-        echo "eval --set bench --isolation process, KERNELSEEK_HANDOVER=$handover: exit $?"
+        echo "eval --set bench --isolation process, KERNELSEEK_HANDOVER=${handover%:set}," \
+            "KERNELSEEK_COPY_ASIDE=$copy: exit $?"
         mark "judge-$handover" end
         date -u
     done

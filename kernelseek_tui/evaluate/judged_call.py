@@ -8,12 +8,13 @@ by the inputs' content. Now, during the measured calls of a timed run:
 - before every sample (outside its events), the inputs of each set it runs on get a fresh
   random perturbation (perturb.py: sign flips), so no two measured calls see the same content
   and outputs left from an earlier call are wrong;
-- one measured call, drawn when the number of calls is known, has its outputs and inputs
-  copied aside right after its end event; after timing its outputs are judged against the
-  reference for the inputs it saw;
+- one measured call, drawn when the number of calls is known, has its outputs copied aside
+  right after its end event; after timing they are judged against the reference for the
+  inputs it saw (the inputs themselves are checked after timing against the replay below;
+  until 2026-12-07 noon they were copied too, four times the memory traffic on flash_fwd);
 - every other sample ends with the same copy, into buffers that are never read: the copy
-  holds back the next sample's start by its own duration (about 0.2 ms for a bench shape's
-  258 MiB), and copied after the judged call alone, that gap told a kernel reading the GPU's
+  holds back the next sample's start by its own duration, and copied after the judged call
+  alone, that gap told a kernel reading the GPU's
   clock (``%globaltimer``) that the judged call was past, after which it could do part of the
   work on every call, the cross-check calls that follow the measured ones excepted (a review,
   2026-12-07, reasoned and simulated: about 1.18x unpaired over bench, not run on a GPU).

@@ -977,6 +977,20 @@ def perturbed_inputs(task: Task) -> tuple[TensorSpec, ...]:
     return tuple(spec for spec in task.inputs if not wanted or spec.name in wanted)
 
 
+COPY_ASIDE_VARIABLE = "KERNELSEEK_COPY_ASIDE"
+
+
+def copy_outputs_only() -> bool:
+    """What the copy after every measured sample holds: the outputs (the default), or the whole
+    set with ``KERNELSEEK_COPY_ASIDE=set`` (kept to measure the two against each other)."""
+    value = os.environ.get(COPY_ASIDE_VARIABLE, "outputs")
+    if value not in ("outputs", "set"):
+        raise FatalError(
+            f"{COPY_ASIDE_VARIABLE} must be 'outputs' or 'set', not {value!r}", "error"
+        )
+    return value == "outputs"
+
+
 def every_input_checked(task: Task) -> bool:
     """Whether a share of the measured samples gets every input perturbed (kept_work.py): where
     the task perturbs only some of its floating-point inputs and its share is above 0."""
@@ -1014,8 +1028,13 @@ def _watch_measured_calls(
         SignFlipper(cp, [(tensors[spec.name].body, spec.dtype) for spec in perturbed_inputs(task)])
         for tensors in sets
     ]
-    aside = {name: cp.empty_like(tensor.body) for name, tensor in sets[0].items()}
-    decoy = {name: cp.empty_like(tensor.body) for name, tensor in sets[0].items()}
+    # The outputs alone by default: the inputs a call saw are known from the replay, and
+    # `_inputs_kept` checks every input after timing; copying the whole set (the inputs too,
+    # `KERNELSEEK_COPY_ASIDE=set`, the judge of 2026-12-07 morning) put about four times the
+    # memory-bound work between two samples, where do_bench puts only its flush.
+    copied = [spec.name for spec in task.outputs] if copy_outputs_only() else list(sets[0])
+    aside = {name: cp.empty_like(sets[0][name].body) for name in copied}
+    decoy = {name: cp.empty_like(sets[0][name].body) for name in copied}
 
     def perturb(set_index: int, key: int) -> None:
         flippers[set_index](key)
@@ -1032,8 +1051,9 @@ def _watch_measured_calls(
 
     def copy_aside(set_index: int, keep: bool) -> dict[str, Any]:
         into = aside if keep else decoy
-        for name, tensor in sets[set_index].items():
-            into[name].data.copy_from_device_async(tensor.body.data, tensor.body.nbytes, ev.stream)
+        for name in copied:
+            body = sets[set_index][name].body
+            into[name].data.copy_from_device_async(body.data, body.nbytes, ev.stream)
         return into
 
     return MeasuredCallWatch(
@@ -1090,13 +1110,16 @@ def _judged_call_passes(
     result: ScenarioResult,
 ) -> bool:
     """The judged measured call's copied outputs within tolerance of the reference for the
-    inputs it saw (``seen``), and its copied inputs equal to those."""
+    inputs it saw (``seen``), and its copied inputs (where copied: ``KERNELSEEK_COPY_ASIDE=set``)
+    equal to those."""
     what = watch.describe()
     if watch.aside is None:
         raise FatalError(f"{what} was never copied aside", "error")
     aside = watch.aside
     changed = [
-        name for name, array in seen.items() if not bool(ev.cp.array_equal(array, aside[name]))
+        name
+        for name, array in seen.items()
+        if name in aside and not bool(ev.cp.array_equal(array, aside[name]))
     ]
     if changed:
         result.passed = False
