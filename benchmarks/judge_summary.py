@@ -1,6 +1,7 @@
 """One judge result (`kernelseek eval --json`), in a few lines: verdict, counts, the failures,
-the largest `out` error as a fraction of its tolerance, and (isolated) how long the gates held
-the GPU per sample. For the GPU-box scripts.
+the largest `out` error as a fraction of its tolerance, (isolated) how long the gates held
+the GPU per sample, and the range of the kept-work ratio (samples after every input changed
+over the others, evaluate/kept_work.py). For the GPU-box scripts.
 
     python3 benchmarks/judge_summary.py eval.json
 """
@@ -39,6 +40,14 @@ def main() -> int:
         print(
             f"gate holds per sample, us (median of each timed scenario): {holds[0]:.0f}-"
             f"{holds[-1]:.0f}, median {holds[len(holds) // 2]:.0f}"
+        )
+    ratios = sorted(
+        s["every_input_ratio"] for s in result["scenarios"] if s.get("every_input_ratio")
+    )
+    if ratios:
+        print(
+            f"every input changed / only the listed (median of each): {ratios[0]:.3f}-"
+            f"{ratios[-1]:.3f} over {len(ratios)} timed scenarios"
         )
     return 0
 

@@ -20,6 +20,7 @@ def scenario(name: str, passed: bool, hold: float | None) -> dict:
         "max_error": 0.001,
         "tolerance": 0.004,
         "gate_hold_us": hold,
+        "every_input_ratio": None if hold is None else hold / 100.0,
     }
 
 
@@ -48,8 +49,10 @@ def test_isolated_holds_and_failures_are_printed(tmp_path: Path) -> None:
     assert "FAIL b" in out and "0.01x its median" in out
     assert "max out error / tolerance: 0.250" in out
     assert "gate holds per sample, us (median of each timed scenario): 70-150, median 150" in out
+    assert "every input changed / only the listed (median of each): 0.700-1.500 over 2" in out
 
 
 def test_in_process_results_say_nothing_of_gates(tmp_path: Path) -> None:
     out = summary(tmp_path, [scenario("a", True, None)])
     assert out.startswith("pass 1/1") and "gate holds" not in out
+    assert "every input changed" not in out
