@@ -51,6 +51,8 @@ def landlock_abi() -> tuple[int, str]:
 
 
 ABI, NO_LANDLOCK = landlock_abi()
+# How a host with its seccomp filter ends its answer (evaluate/sandbox_syscalls.h).
+FILTERED = "; seccomp: no new process, no socket but unix and netlink, no io_uring"
 needs_landlock = pytest.mark.skipif(ABI < 1, reason=f"this kernel has no Landlock ({NO_LANDLOCK})")
 
 
@@ -99,6 +101,7 @@ def attempt(
             #include <errno.h>
             #include <fcntl.h>
             #include <netinet/in.h>
+            #include <pthread.h>
             #include <signal.h>
             #include <stdint.h>
             #include <stdio.h>
@@ -106,10 +109,12 @@ def attempt(
             #include <string.h>
             #include <sys/socket.h>
             #include <sys/stat.h>
+            #include <sys/syscall.h>
             #include <sys/wait.h>
             #include <unistd.h>
             /* 0 where a call worked, else the errno it failed with. */
             static int tried(long returned) { return returned < 0 ? errno : 0; }
+            static void *nothing(void *arg) { return arg; }
             int ks_launch(void **t, const int64_t *n, const double *f, void *stream) {
                 (void)n; (void)f; (void)stream;
                 int result = -1;
@@ -140,14 +145,16 @@ def attempt(
 def confined_and_not(
     fake_host: Path, device_dir: Path, build_dir: Path, body: str, **kwargs: object
 ) -> tuple[int, int]:
-    """``attempt`` confined, then in a host left unconfined."""
+    """``attempt`` confined, then in a host left unconfined: no Landlock, no seccomp filter."""
     confined = attempt(fake_host, device_dir, build_dir, body, **kwargs)  # type: ignore[arg-type]
+    environment = {**(kwargs.pop("environment", None) or {}), "KS_FAKE_SECCOMP": "absent"}  # type: ignore[dict-item]
     unconfined = attempt(
         fake_host,
         device_dir,
         build_dir,
         body,
         landlock="absent",
+        environment=environment,
         **kwargs,  # type: ignore[arg-type]
     )
     return confined, unconfined
@@ -291,17 +298,22 @@ def test_a_confined_candidate_runs_no_program(
     program = shutil.which("true")
     assert program is not None
     # In a child, so that an exec that works does not replace the host: the child's exit
-    # status is the exec's errno, or true's 0.
+    # status is the exec's errno, or true's 0. Confined, the fork itself is refused (seccomp),
+    # and the exec is tried in the host, where Landlock refuses it.
     body = f"""
+        char *const argv[] = {{(char *){c_text(program)}, NULL}};
         pid_t child = fork();
-        if (child == 0) {{
-            char *const argv[] = {{(char *){c_text(program)}, NULL}};
+        if (child < 0) {{
+            execve(argv[0], argv, NULL);
+            result = errno;
+        }} else if (child == 0) {{
             execve(argv[0], argv, NULL);
             _exit(errno);
+        }} else {{
+            int status = 0;
+            waitpid(child, &status, 0);
+            result = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
         }}
-        int status = 0;
-        waitpid(child, &status, 0);
-        result = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
     """
     assert confined_and_not(fake_host, device_dir, tmp_path, body) == (errno.EACCES, 0)
 
@@ -359,7 +371,18 @@ def test_a_confined_candidate_opens_no_tcp_connection(
             result = fd < 0 ? errno : tried(connect(fd, (struct sockaddr *)&to, sizeof to));
         """
         outcome = confined_and_not(fake_host, device_dir, tmp_path, body, ints=(port,))
-    assert outcome == (errno.EACCES, 0)
+        # Landlock alone refuses the connection; with the seccomp filter the socket itself is
+        # refused first (sandbox_syscalls.h).
+        landlock_alone = attempt(
+            fake_host,
+            device_dir,
+            tmp_path,
+            body,
+            ints=(port,),
+            environment={"KS_FAKE_SECCOMP": "absent"},
+        )
+    assert outcome == (errno.EPERM, 0)
+    assert landlock_alone == errno.EACCES
 
 
 @needs_landlock
@@ -389,7 +412,7 @@ def test_without_landlock_the_host_says_it_is_unconfined_and_goes_on(
 ) -> None:
     host = SandboxHost(fake_host, extra_environment={"KS_FAKE_LANDLOCK": kernel})
     try:
-        assert host.confinement() == said
+        assert host.confinement() == said + FILTERED
     finally:
         host.close()
     # And a kernel is loaded and called as before.
@@ -412,8 +435,8 @@ def test_told_to_the_judge_refuses_a_process_that_could_not_confine_itself(
     assert refused.value.kind == "error"  # the machine's doing, not the kernel's
     assert refused.value.reason == (
         "the best kernel's process could not confine itself (none: this kernel has no "
-        f"Landlock (ENOSYS)), and {REQUIRE_CONFINEMENT_VARIABLE}=1 forbids judging a kernel "
-        "unconfined"
+        f"Landlock (ENOSYS){FILTERED}), and {REQUIRE_CONFINEMENT_VARIABLE}=1 forbids judging a "
+        "kernel unconfined"
     )
 
 
@@ -446,3 +469,123 @@ def test_turned_off_by_the_judges_user_the_host_is_unconfined_and_says_so(
     finally:
         host.close()
     assert attempt(fake_host, device_dir, tmp_path, body) == 0
+
+
+# The seccomp filter (evaluate/sandbox_syscalls.h): what Landlock leaves, refused whether or not
+# this kernel has Landlock.
+
+
+def test_a_confined_candidate_starts_no_process(
+    fake_host: Path, device_dir: Path, tmp_path: Path
+) -> None:
+    body = """
+        pid_t child = fork();
+        if (child == 0) _exit(0);
+        if (child > 0) waitpid(child, NULL, 0);
+        result = child < 0 ? errno : 0;
+    """
+    assert confined_and_not(fake_host, device_dir, tmp_path, body) == (errno.EPERM, 0)
+    # Nor by the clone call a C library's fork or posix_spawn makes (no CLONE_THREAD).
+    body = """
+        long child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+        if (child == 0) _exit(0);
+        if (child > 0) waitpid((pid_t)child, NULL, 0);
+        result = child < 0 ? errno : 0;
+    """
+    assert confined_and_not(fake_host, device_dir, tmp_path, body) == (errno.EPERM, 0)
+
+
+def test_a_confined_candidate_still_starts_threads(
+    fake_host: Path, device_dir: Path, tmp_path: Path
+) -> None:
+    # CUDA makes threads of its own: clone with CLONE_THREAD passes, clone3 falls back to it.
+    body = """
+        pthread_t thread;
+        int made = pthread_create(&thread, NULL, nothing, NULL);
+        if (made == 0) pthread_join(thread, NULL);
+        result = made;
+    """
+    assert attempt(fake_host, device_dir, tmp_path, body) == 0
+
+
+@pytest.mark.parametrize(
+    ("family", "kind"),
+    [("AF_INET", "SOCK_DGRAM"), ("AF_INET6", "SOCK_DGRAM"), ("AF_INET", "SOCK_STREAM")],
+)
+def test_a_confined_candidate_opens_no_ip_socket(
+    fake_host: Path, device_dir: Path, tmp_path: Path, family: str, kind: str
+) -> None:
+    body = f"""
+        int fd = socket({family}, {kind}, 0);
+        result = fd < 0 ? errno : 0;
+        if (fd >= 0) close(fd);
+    """
+    confined, unconfined = confined_and_not(fake_host, device_dir, tmp_path, body)
+    if unconfined != 0:
+        pytest.skip(f"here even an unconfined process may not ({os.strerror(unconfined)})")
+    assert confined == errno.EPERM, os.strerror(confined)
+
+
+def test_a_confined_candidate_may_open_a_unix_socket(
+    fake_host: Path, device_dir: Path, tmp_path: Path
+) -> None:
+    # The MPS client speaks to its server over one.
+    body = """
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        result = fd < 0 ? errno : 0;
+        if (fd >= 0) close(fd);
+    """
+    assert attempt(fake_host, device_dir, tmp_path, body) == 0
+
+
+def test_a_confined_candidate_sets_up_no_io_uring(
+    fake_host: Path, device_dir: Path, tmp_path: Path
+) -> None:
+    # io_uring would make sockets and open files without the calls the filter sees.
+    body = """
+        unsigned char params[120];
+        memset(params, 0, sizeof params);
+        long ring = syscall(SYS_io_uring_setup, 1L, params);
+        result = ring < 0 ? errno : 0;
+        if (ring >= 0) close((int)ring);
+    """
+    confined, unconfined = confined_and_not(fake_host, device_dir, tmp_path, body)
+    if unconfined != 0:
+        pytest.skip(f"this kernel gives no io_uring to anyone ({os.strerror(unconfined)})")
+    assert confined == errno.EPERM, os.strerror(confined)
+
+
+def test_the_host_says_what_its_filter_refuses_and_when_it_has_none(
+    fake_host: Path, device_dir: Path
+) -> None:
+    said = {}
+    for name, environment in (
+        ("filtered", {}),
+        ("left out", {"KS_FAKE_SECCOMP": "absent"}),
+        ("turned off", {"KS_HOST_UNCONFINED": "1"}),
+        ("landlock alone", {"KS_HOST_NO_SECCOMP": "1"}),
+    ):
+        host = SandboxHost(
+            fake_host, extra_environment={"KS_FAKE_LOG": str(device_dir / "log"), **environment}
+        )
+        try:
+            said[name] = host.confinement()
+        finally:
+            host.close()
+    assert said["filtered"].endswith(FILTERED)
+    assert said["left out"].endswith("; no seccomp filter: left out by the stand-in")
+    assert "seccomp" not in said["turned off"]
+    assert said["landlock alone"].endswith(
+        "; no seccomp filter: turned off (KERNELSEEK_CONFINEMENT=landlock)"
+    )
+
+
+def test_the_judges_user_may_ask_for_landlock_alone(
+    fake_host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONFINEMENT_VARIABLE, "landlock")
+    host = SandboxHost(fake_host)
+    try:
+        assert host.confinement().endswith("turned off (KERNELSEEK_CONFINEMENT=landlock)")
+    finally:
+        host.close()

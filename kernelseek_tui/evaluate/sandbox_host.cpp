@@ -12,11 +12,13 @@
 // the judge names the fault instead of waiting on a DONE event that will never come. The
 // process dies with the judge (PR_SET_PDEATHSIG): a candidate never outlives its judge. It
 // confines itself at its start, before any thread or CUDA call (sandbox_confinement.h): no
-// write outside its device files and its MPS server's directories, no exec, no TCP.
+// write outside its device files and its MPS server's directories, no exec, no TCP; and
+// (sandbox_syscalls.h) no new process, no socket but unix and netlink, no io_uring.
 //
 //   confinement                           replies "ok <how this process confined itself>":
 //                                         "landlock abi <n>: writes only under ..." or
-//                                         "none: <why not>"; at any time
+//                                         "none: <why not>", then "; seccomp: ..." or
+//                                         "; no seccomp filter: <why not>"; at any time
 //   device <ordinal> [<uuid-hex>]         set the device, make the context and the stream;
 //                                         with a UUID, refuse a device that is not that one
 //                                         (the judge's ordinals and ours could differ)
@@ -80,6 +82,7 @@
 #include <vector>
 
 #include "sandbox_confinement.h"
+#include "sandbox_syscalls.h"
 
 namespace {
 
@@ -550,12 +553,15 @@ std::string g_confinement;
 std::vector<std::string> device_files() { return {"/dev"}; }
 
 long landlock_abi_here() { return confinement::landlock_abi(); }
+
+syscalls::Filtered filter_syscalls_here() { return syscalls::refuse_processes_and_sockets(); }
 #else
 // Built on the CPU tests' stand-in runtime: its "device" is files in a directory of the test's
 // (null: none), and a test may have it hide Landlock (the errno its kernel would answer with;
 // 0: the real kernel answers), to see the host say it is unconfined.
 extern "C" const char *ks_fake_device_directory(void);
 extern "C" int ks_fake_hidden_landlock(void);
+extern "C" int ks_fake_hidden_seccomp(void);
 
 std::vector<std::string> device_files() {
     const char *directory = ks_fake_device_directory();
@@ -568,6 +574,13 @@ long landlock_abi_here() {
     if (hidden == 0) return confinement::landlock_abi();
     errno = hidden;
     return -1;
+}
+
+// The stand-in may leave the filter out (KS_FAKE_SECCOMP=absent), so a test can show an attempt
+// working in a host without it.
+syscalls::Filtered filter_syscalls_here() {
+    if (ks_fake_hidden_seccomp()) return {false, "no seccomp filter: left out by the stand-in"};
+    return syscalls::refuse_processes_and_sockets();
 }
 #endif
 
@@ -624,6 +637,13 @@ int main(int argc, char **argv) {
             ? confinement::Confinement{false, "none: turned off (KERNELSEEK_CONFINEMENT=off)"}
             : confinement::confine_writes_to(writable_places(), landlock_abi_here());
     g_confinement = confined.said;
+    // Then, still the only thread, the system calls Landlock leaves (sandbox_syscalls.h),
+    // unless the judge's user asked for Landlock alone (KERNELSEEK_CONFINEMENT=landlock).
+    const char *unfiltered = getenv("KS_HOST_NO_SECCOMP");
+    if (unfiltered != nullptr && strcmp(unfiltered, "1") == 0)
+        g_confinement += "; no seccomp filter: turned off (KERNELSEEK_CONFINEMENT=landlock)";
+    else if (unconfined == nullptr || strcmp(unconfined, "1") != 0)
+        g_confinement += "; " + filter_syscalls_here().said;
     // Confined, the driver's JIT cache (~/.nv/ComputeCache) is not writable: told so before
     // CUDA starts, the driver compiles PTX (this host's trailing kernel, the judge's probe)
     // without it instead of finding out by EACCES.

@@ -38,7 +38,10 @@ from kernelseek_tui.evaluate.proc_stat import stat_fields
 
 HOST_SOURCE = Path(__file__).with_name("sandbox_host.cpp")
 # What the host's source includes from beside it: part of what its build is keyed by.
-HOST_HEADERS = (Path(__file__).with_name("sandbox_confinement.h"),)
+HOST_HEADERS = (
+    Path(__file__).with_name("sandbox_confinement.h"),
+    Path(__file__).with_name("sandbox_syscalls.h"),
+)
 # The nvcc flags besides the source and output: compiled as CUDA (``-x cu``) for the host's
 # own trailing kernel; the CPU tests build the same source as plain C++ on a stand-in.
 HOST_RECIPE = ("-x", "cu", "-O2", "-ldl")
@@ -63,9 +66,11 @@ KEPT_ENVIRONMENT = (
 REQUIRE_CONFINEMENT_VARIABLE = "KERNELSEEK_REQUIRE_CONFINEMENT"
 # "off": the kernels' processes are not confined (a way out for a machine where CUDA cannot
 # start confined; the result then says so). Passed to the host as HOST_UNCONFINED_VARIABLE,
-# set before the host starts, so no candidate can set it.
+# set before the host starts, so no candidate can set it. "landlock": Landlock without the
+# seccomp filter (sandbox_syscalls.h), to tell which of the two a machine's CUDA cannot bear.
 CONFINEMENT_VARIABLE = "KERNELSEEK_CONFINEMENT"
 HOST_UNCONFINED_VARIABLE = "KS_HOST_UNCONFINED"
+HOST_UNFILTERED_VARIABLE = "KS_HOST_NO_SECCOMP"
 # How a confined host's answer to ``confinement`` begins ("landlock abi 7: writes only ...").
 CONFINED_BY = "landlock "
 _REPLY_LIMIT = 1 << 16
@@ -223,6 +228,8 @@ class SandboxHost:
         environment.update(extra_environment or {})
         if os.environ.get(CONFINEMENT_VARIABLE) == "off":
             environment[HOST_UNCONFINED_VARIABLE] = "1"
+        if os.environ.get(CONFINEMENT_VARIABLE) == "landlock":
+            environment[HOST_UNFILTERED_VARIABLE] = "1"
         try:
             self._process = subprocess.Popen(
                 [str(executable), str(reply_write), str(fault_write)],

@@ -48,6 +48,12 @@ int ks_fake_hidden_landlock(void) {
     return 0;
 }
 
+/* The host's seccomp filter left out, as the tests ask (KS_FAKE_SECCOMP=absent). */
+int ks_fake_hidden_seccomp(void) {
+    const char *filter = getenv("KS_FAKE_SECCOMP");
+    return filter != NULL && strcmp(filter, "absent") == 0;
+}
+
 static void log_line(const char *what, const char *name) {
     const char *path = getenv("KS_FAKE_LOG");
     if (path == NULL) return;
