@@ -16,7 +16,8 @@ least 64 MiB) without a flip (`NAME@jflush`), after a flip of q (`NAME@judgeq`),
 judge's copy of the call's whole set aside and a flip of q (`NAME@judgeqc`, the judge's
 conditions for flash_fwd since 2026-12-07), or of its outputs alone (`NAME@judgeqo`): what
 the judge's per-call work does to a kernel's measured speed. It also prints, once, the GPU
-time of each piece of that work (each flip, each flush).
+time of each piece of that work (each flip, by either flip kernel, each flush, a copy of q).
+`KERNELSEEK_FLIP=vector` makes the timed columns flip with the judge's 16-byte kernel.
 
 `--in-turn` adds, per shape, every entry (candidates and peers) timed by the judge's own
 `time_interleaved` (`NAME@turn`): one sample of each per round, the L2 flushed before each, the
@@ -269,12 +270,28 @@ def gpu_us(work: Any, reps: int = 20) -> float:
 
 def print_pre_call_costs(tensors: dict[str, Any]) -> None:
     """The GPU time of each piece of pre-call work, on this shape's tensors."""
+    import os
+
     import torch
 
+    from kernelseek_tui.evaluate.perturb import FLIP_VARIABLE
+
     costs = []
-    for names in (("q", "k", "v"), ("q",)):
-        flip = sign_flipper(tensors, names)
-        costs.append(f"flip {'+'.join(names)} {gpu_us(flip):.0f} us")
+    chosen = os.environ.get(FLIP_VARIABLE)
+    try:
+        # Both flip kernels (KERNELSEEK_FLIP), whichever the timed columns use.
+        for kernel in ("scalar", "vector"):
+            os.environ[FLIP_VARIABLE] = kernel
+            for names in (("q", "k", "v"), ("q",)):
+                flip = sign_flipper(tensors, names)
+                costs.append(f"flip {'+'.join(names)} ({kernel}) {gpu_us(flip):.0f} us")
+    finally:
+        if chosen is None:
+            os.environ.pop(FLIP_VARIABLE, None)
+        else:
+            os.environ[FLIP_VARIABLE] = chosen
+    copy_source = torch.empty_like(tensors["q"])
+    costs.append(f"copy of q {gpu_us(lambda: copy_source.copy_(tensors['q'])):.0f} us")
     for kind in ("do_bench", "judge"):
         size = flush_bytes_of(kind)
         cache = torch.empty(size // 4, dtype=torch.int32, device="cuda")

@@ -135,3 +135,15 @@ def test_a_flip_of_the_lowest_mantissa_bit_would_not_be_enough() -> None:
     for name in ("q", "k", "v"):
         stored[name] ^= rng.integers(0, 2, stored[name].shape).astype(np.uint16)
     assert _judged(stored, stale, scale, causal) == (True, False)
+
+
+def test_the_flip_kernel_is_the_scalar_one_unless_asked(monkeypatch) -> None:
+    from kernelseek_tui.evaluate.perturb import FLIP_VARIABLE, flip_kernel_name
+
+    monkeypatch.delenv(FLIP_VARIABLE, raising=False)
+    assert flip_kernel_name() == "ks_flip_signs"
+    monkeypatch.setenv(FLIP_VARIABLE, "vector")
+    assert flip_kernel_name() == "ks_flip_signs_vec"
+    monkeypatch.setenv(FLIP_VARIABLE, "fast")
+    with pytest.raises(ValueError, match="KERNELSEEK_FLIP must be one of scalar, vector"):
+        flip_kernel_name()

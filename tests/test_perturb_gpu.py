@@ -7,17 +7,25 @@ import numpy as np
 import pytest
 
 from kernelseek_tui.evaluate.dtypes import from_float32
-from kernelseek_tui.evaluate.perturb import SignFlipper, flip_signs_host
+from kernelseek_tui.evaluate.perturb import FLIP_VARIABLE, SignFlipper, flip_signs_host
 
 pytestmark = pytest.mark.gpu
 
 
-def test_the_device_flips_exactly_the_elements_flip_mask_names() -> None:
+@pytest.mark.parametrize("kernel", ["scalar", "vector"])
+def test_the_device_flips_exactly_the_elements_flip_mask_names(
+    kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both kernels (KERNELSEEK_FLIP): the vector one's 16-byte path, its tail one by one, and a
+    # tensor off 16-byte alignment (the float16 one, a view two bytes in) one by one throughout.
     import cupy as cp
 
+    monkeypatch.setenv(FLIP_VARIABLE, kernel)
+
     rng = np.random.default_rng(0)
-    # q is longer than one grid of the kernel (2048 blocks of 256 threads): the grid-stride loop
-    q = from_float32(np, rng.standard_normal(3 * 2048 * 256 + 17, dtype=np.float32), "bfloat16")
+    # q is longer than one grid of either kernel (2048 blocks of 256 threads, a thread per
+    # element or per 8 of them): the grid-stride loops; 17 elements past the last whole vector
+    q = from_float32(np, rng.standard_normal(9 * 2048 * 256 + 17, dtype=np.float32), "bfloat16")
     host = [
         (q, "bfloat16"),
         (np.arange(500, dtype=np.int32) - 250, "int32"),
@@ -26,6 +34,10 @@ def test_the_device_flips_exactly_the_elements_flip_mask_names() -> None:
     ]
     originals = [array.copy() for array, _ in host]
     device = [(cp.asarray(array), dtype) for array, dtype in host]
+    # The float16 tensor two bytes into an allocation of its own: not 16-byte aligned.
+    shifted = cp.empty(host[3][0].size + 1, dtype=cp.float16)
+    shifted[1:] = device[3][0]
+    device[3] = (shifted[1:], "float16")
     flip = SignFlipper(cp, device)
     for key in (1, 2**64 - 1, 0x123456789ABCDEF0):
         flip(key)
