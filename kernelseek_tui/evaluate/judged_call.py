@@ -93,8 +93,8 @@ class MeasuredCallWatch:
     """The hooks (timing.MeasuredCallHooks) of one timed run.
 
     ``perturb(set_index, key)`` changes that set's inputs on the stream; ``copy_aside(set_index,
-    keep)`` enqueues copies of that set's tensors (inputs and outputs) into buffers of their own
-    and returns them: with ``keep`` the buffers judged after timing, without it buffers of the
+    keep)`` enqueues copies of that set's outputs (or of its whole set) into buffers of their
+    own and returns them: with ``keep`` the buffers judged after timing, without it buffers of the
     same size that nothing reads (the copy after every other sample). ``label`` goes into the
     judged call's name ("timed after the peers"). With ``perturb_every`` (the task perturbs
     only some inputs), each sample has, with probability ``every_share``, every floating-point

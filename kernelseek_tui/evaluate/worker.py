@@ -1017,6 +1017,17 @@ def kept_work_fails(
     return True
 
 
+def _set_flippers(
+    cp: Any, bodies: list[dict[str, Any]], specs: tuple[TensorSpec, ...]
+) -> list[SignFlipper]:
+    """A sign-flip kernel per input set over ``specs``' tensors (``bodies``: each set's device
+    arrays by name): the live sets' and the judge's snapshots alike, so a replay flips as the
+    run did."""
+    return [
+        SignFlipper(cp, [(arrays[spec.name], spec.dtype) for spec in specs]) for arrays in bodies
+    ]
+
+
 def _watch_measured_calls(
     ev: Evaluation, sets: list[dict[str, GuardedTensor]], rng: random.Random, label: str = ""
 ) -> MeasuredCallWatch:
@@ -1024,10 +1035,8 @@ def _watch_measured_calls(
     for the judged call's tensors and for the same copy after every other sample
     (judged_call.py), allocated now rather than between the measured calls."""
     cp, task = ev.cp, ev.task
-    flippers = [
-        SignFlipper(cp, [(tensors[spec.name].body, spec.dtype) for spec in perturbed_inputs(task)])
-        for tensors in sets
-    ]
+    bodies = [{name: tensor.body for name, tensor in tensors.items()} for tensors in sets]
+    flippers = _set_flippers(cp, bodies, perturbed_inputs(task))
     # The outputs alone by default: the inputs a call saw are known from the replay, and
     # `_inputs_kept` checks every input after timing; copying the whole set (the inputs too,
     # `KERNELSEEK_COPY_ASIDE=set`, the judge of 2026-12-07 morning) put about four times the
@@ -1041,10 +1050,7 @@ def _watch_measured_calls(
 
     perturb_every: Callable[[int, int], None] | None = None
     if every_input_checked(task):
-        every_flippers = [
-            SignFlipper(cp, [(tensors[spec.name].body, spec.dtype) for spec in task.inputs])
-            for tensors in sets
-        ]
+        every_flippers = _set_flippers(cp, bodies, task.inputs)
 
         def perturb_every(set_index: int, key: int) -> None:
             every_flippers[set_index](key)
@@ -1077,14 +1083,8 @@ def _replay_perturbations(
     if watch.judged is None:
         raise FatalError("the measured calls ran without a call chosen to judge", "error")
     cp, task = ev.cp, ev.task
-    flippers = [
-        SignFlipper(cp, [(snapshot[spec.name], spec.dtype) for spec in perturbed_inputs(task)])
-        for snapshot in snapshots
-    ]
-    every_flippers = [
-        SignFlipper(cp, [(snapshot[spec.name], spec.dtype) for spec in task.inputs])
-        for snapshot in snapshots
-    ]
+    flippers = _set_flippers(cp, snapshots, perturbed_inputs(task))
+    every_flippers = _set_flippers(cp, snapshots, task.inputs)
     seen: dict[str, Any] = {}
 
     def apply(set_index: int, key: int) -> None:
