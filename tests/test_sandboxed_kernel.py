@@ -303,7 +303,8 @@ def test_a_process_left_unconfined_is_said_so_or_refused_when_the_judge_requires
     try:
         assert sandboxed.confinement == (
             "none: this kernel has no Landlock (ENOSYS); seccomp: no new process, no socket but "
-            "unix and netlink, no io_uring"
+            "unix and netlink, no io_uring, no module, bpf, perf, namespace or mount; no "
+            "capabilities"
         )
     finally:
         sandboxed.close()

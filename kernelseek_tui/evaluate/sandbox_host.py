@@ -71,8 +71,10 @@ REQUIRE_CONFINEMENT_VARIABLE = "KERNELSEEK_REQUIRE_CONFINEMENT"
 CONFINEMENT_VARIABLE = "KERNELSEEK_CONFINEMENT"
 HOST_UNCONFINED_VARIABLE = "KS_HOST_UNCONFINED"
 HOST_UNFILTERED_VARIABLE = "KS_HOST_NO_SECCOMP"
-# How a confined host's answer to ``confinement`` begins ("landlock abi 7: writes only ...").
+# How a confined host's answer to ``confinement`` begins ("landlock abi 7: writes only ..."),
+# and what it holds when its seccomp filter is in place too (sandbox_syscalls.h).
 CONFINED_BY = "landlock "
+FILTERED_BY = "; seccomp: "
 _REPLY_LIMIT = 1 << 16
 # After the host dies, how long the watcher leaves the judge's own thread to notice (it reads
 # EOF on its next reply) before the watcher reports the death itself.
@@ -282,12 +284,14 @@ class SandboxHost:
 
     def confinement(self) -> str:
         """How the host confined itself at its start: "landlock abi 7: writes only under
-        /dev ..." or "none: <why not>" (sandbox_confinement.h).
+        /dev ...; seccomp: ..." or "none: <why not>" (sandbox_confinement.h,
+        sandbox_syscalls.h).
 
-        Raises SandboxError ("error": the machine's, not the kernel's) for a host left
-        unconfined when ``KERNELSEEK_REQUIRE_CONFINEMENT=1``."""
+        Raises SandboxError ("error": the machine's, not the kernel's) for a host left without
+        Landlock or without its seccomp filter when ``KERNELSEEK_REQUIRE_CONFINEMENT=1``."""
         said = self.ask("confinement")
-        if not said.startswith(CONFINED_BY) and confinement_required():
+        confined = said.startswith(CONFINED_BY) and FILTERED_BY in said
+        if not confined and confinement_required():
             raise SandboxError(
                 f"{self.who}'s process could not confine itself ({said}), and "
                 f"{REQUIRE_CONFINEMENT_VARIABLE}=1 forbids judging a kernel unconfined",
