@@ -16,10 +16,15 @@ group nothing is decided (a short quick-set scenario), and the result says so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelseek_tui.task import Timing
 
 # Above this, the samples after every input changed are slower than the others by more than
 # any honest spread of a median seen on this project's GPUs (sm90.cu's p10-p90 spread of a
@@ -28,6 +33,12 @@ BOUND = 0.05
 # One-sided z of the rank test: about 1 in 30,000 for exchangeable groups (honest kernels).
 Z_LIMIT = 4.0
 MIN_GROUP = 8
+# The fewest measured samples of a timed run the rule applies to, whatever the probe of the
+# candidate's first calls says. The judge sizes a run from that probe, and a kernel slow only
+# there (it can tell the probe's calls apart) cut a run to 10-12 samples in a review's
+# simulation (2026-12-07), too few for two groups of MIN_GROUP: the rule never decided. At 48,
+# the quarter drawn averages 12 samples, and a complete separation reads z 5.1.
+MIN_SAMPLES = 48
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +112,12 @@ def rank_z(higher: Sequence[float], lower: Sequence[float]) -> float:
     if variance <= 0:
         return 0.0
     return (u - n * m / 2.0) / math.sqrt(variance)
+
+
+def with_sample_floor(timing: Timing) -> Timing:
+    """``timing`` with at least MIN_SAMPLES measured samples (its ``min_reps`` raised)."""
+    if timing.min_reps >= MIN_SAMPLES:
+        return timing
+    return dataclasses.replace(
+        timing, min_reps=MIN_SAMPLES, max_reps=max(timing.max_reps, MIN_SAMPLES)
+    )
