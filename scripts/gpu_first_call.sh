@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The first device call after the judge changed in ways never run on a GPU (2026-12-07
 # afternoon: the seccomp filter on the kernels' processes, the copy of the outputs alone, the
-# kept-work samples), then the bench set against fa_bench with the copy of the outputs alone
-# and with the whole set:
+# kept-work samples; run at 12:48. Since 13:30: every capability dropped and a longer list of
+# refused calls, the kept-work floor of 48 samples: not yet run), then the bench set against
+# fa_bench with the copy of the outputs alone and with the whole set:
 #
 #   OUT=$OUT scripts/gpu_first_call.sh
 #
