@@ -13,12 +13,14 @@ host, and the judge refusing one when told to, are tested everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import textwrap
 from collections.abc import Iterator
@@ -202,11 +204,50 @@ def test_the_real_host_grants_writes_under_dev_and_its_own_proc_only(
     monkeypatch.setenv("KERNELSEEK_CACHE", str(tmp_path / "cache"))
     host = SandboxHost(host_executable())
     try:
-        assert host.confinement().startswith(
-            f"landlock abi {ABI}: writes only under /dev, /proc/self; no exec"
-        )
+        said = host.confinement()
     finally:
         host.close()
+    assert said.startswith(f"landlock abi {ABI}: writes only under /dev (")
+    assert "of its entries: no block, raw storage or memory device), /proc/self; no exec" in said
+
+
+def test_the_device_entries_granted_hold_no_block_raw_storage_or_memory_device(
+    tmp_path: Path,
+) -> None:
+    # What a real host grants under /dev (sandbox_confinement.h, writable_device_entries), on
+    # this machine's own /dev: a root process may write a disk's blocks by their owner's
+    # permission, so no block device (nor a directory holding one) may be among them.
+    import stat
+
+    harness = tmp_path / "entries.cpp"
+    harness.write_text(
+        '#include "sandbox_confinement.h"\n#include <cstdio>\n'
+        "int main() {\n"
+        '    for (const std::string &place : confinement::writable_device_entries("/dev"))\n'
+        '        std::printf("%s\\n", place.c_str());\n'
+        "}\n"
+    )
+    program = tmp_path / "entries"
+    evaluate_dir = Path(__file__).parents[1] / "kernelseek_tui" / "evaluate"
+    subprocess.run(
+        ["g++", "-std=c++17", f"-I{evaluate_dir}", "-o", str(program), str(harness)], check=True
+    )
+    granted = subprocess.run(
+        [str(program)], check=True, capture_output=True, text=True
+    ).stdout.split()
+    assert "/dev/null" in granted
+    raw = {"mem", "kmem", "port"}
+    for place in granted:
+        mode = os.lstat(place).st_mode
+        assert not stat.S_ISBLK(mode) and not stat.S_ISLNK(mode), place
+        assert Path(place).name not in raw, place
+        if stat.S_ISDIR(mode):
+            for inner, _, files in os.walk(place):
+                for name in files:
+                    with contextlib.suppress(OSError):
+                        assert not stat.S_ISBLK(os.lstat(Path(inner) / name).st_mode), place
+    blocks = [p for p in Path("/dev").iterdir() if stat.S_ISBLK(p.lstat().st_mode)]
+    assert not set(map(str, blocks)) & set(granted)
 
 
 VICTIM = "the judge's file\n"

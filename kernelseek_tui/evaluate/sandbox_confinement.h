@@ -29,9 +29,12 @@
 // to and abstract unix sockets of processes outside this one's domain.
 //
 // What is granted, all rights but EXECUTE, device nodes, symlinks and renames across directories:
-// - "/dev" (the stand-in runtime of the CPU tests names its own): the NVIDIA device files
-//   (/dev/nvidiactl, /dev/nvidia0, /dev/nvidia-uvm: opened read-write, driven by ioctl) and
-//   /dev/shm (CUDA's interprocess events, MPS's shared memory);
+// - /dev's entries (the stand-in runtime of the CPU tests names a directory of its own): the
+//   NVIDIA device files (/dev/nvidiactl, /dev/nvidia0, /dev/nvidia-uvm: opened read-write,
+//   driven by ioctl) and /dev/shm (CUDA's interprocess events, MPS's shared memory) among them;
+//   since 2026-12-07 afternoon each entry on its own, and no block device, no raw storage or
+//   memory device, nothing holding one (writable_device_entries): until then "/dev" whole,
+//   which let a root process write a disk's blocks;
 // - CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY where set: the MPS server this process
 //   joins (the judge's own keeps both in a fresh /tmp/kernelseek-mps.* of its own,
 //   evaluate/private_mps.py).
@@ -74,6 +77,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -188,6 +192,86 @@ inline std::string left_unhandled(long abi) {
     return text;
 }
 
+// The character devices of raw storage and of memory, by name (SCSI generic, NVMe controllers
+// and their generic namespaces, the block layer's SCSI nodes, /dev/mem, /dev/kmem, /dev/port):
+// through them a process could reach what the filesystem rules guard, as through a block device.
+inline bool raw_storage_or_memory(const std::string &name) {
+    if (name == "mem" || name == "kmem" || name == "port" || name == "bsg") return true;
+    for (const char *prefix : {"sg", "ng", "nvme"}) {
+        const size_t length = strlen(prefix);
+        if (name.compare(0, length, prefix) == 0 && name.size() > length &&
+            name[length] >= '0' && name[length] <= '9')
+            return true;
+    }
+    return false;
+}
+
+// Whether ``path`` is, or holds within ``depth`` levels, a block device or a raw storage or
+// memory device; a link is not followed (Landlock judges a path by where it leads).
+inline bool holds_raw_device(const std::string &path, const std::string &name, int depth) {
+    struct stat info;
+    if (lstat(path.c_str(), &info) != 0) return true;  // unknown: not granted
+    if (S_ISBLK(info.st_mode)) return true;
+    if (S_ISCHR(info.st_mode)) return raw_storage_or_memory(name);
+    if (!S_ISDIR(info.st_mode)) return false;
+    if (depth == 0) return true;  // too deep to look through: not granted
+    DIR *directory = opendir(path.c_str());
+    if (directory == nullptr) return true;
+    bool found = false;
+    while (dirent *entry = readdir(directory)) {
+        const std::string child = entry->d_name;
+        if (child == "." || child == "..") continue;
+        if (holds_raw_device(path + "/" + child, child, depth - 1)) {
+            found = true;
+            break;
+        }
+    }
+    closedir(directory);
+    return found;
+}
+
+// The entries of ``dev`` (a GPU's /dev) a kernel's process may write: all but block devices,
+// the raw storage and memory devices, directories holding any of them, and links. A process
+// run as root may write a disk's blocks by their owner's permission, no capability needed, and
+// with them every file the judge keeps (a review, 2026-12-07); the GPU's own files (the NVIDIA
+// device files, /dev/shm, /dev/null) are none of those.
+inline std::vector<std::string> writable_device_entries(const std::string &dev) {
+    std::vector<std::string> places;
+    DIR *directory = opendir(dev.c_str());
+    if (directory == nullptr) return places;
+    while (dirent *entry = readdir(directory)) {
+        const std::string name = entry->d_name;
+        if (name == "." || name == "..") continue;
+        const std::string path = dev + "/" + name;
+        struct stat info;
+        if (lstat(path.c_str(), &info) != 0 || S_ISLNK(info.st_mode)) continue;
+        if (!holds_raw_device(path, name, 3)) places.push_back(path);
+    }
+    closedir(directory);
+    std::sort(places.begin(), places.end());
+    return places;
+}
+
+// How the granted places read in the report: one by one, but the entries of /dev granted each
+// on its own (writable_device_entries), which are counted.
+inline std::string described(const std::vector<std::string> &granted) {
+    std::string text;
+    size_t devices = 0;
+    for (const std::string &place : granted) {
+        if (place.compare(0, 5, "/dev/") == 0) {
+            ++devices;
+            continue;
+        }
+        text += (text.empty() ? "" : ", ") + place;
+    }
+    if (devices > 0) {
+        std::string dev = "/dev (" + std::to_string(devices) +
+                          " of its entries: no block, raw storage or memory device)";
+        text = text.empty() ? dev : dev + ", " + text;
+    }
+    return text.empty() ? "nothing" : text;
+}
+
 // Adds the rule granting ``rights`` (writes) beneath ``place``; false with ``*why`` set when it
 // could not. A place that does not exist is left out (there is nothing there to write).
 inline bool grant(int ruleset, const std::string &place, __u64 rights, std::string *why,
@@ -256,8 +340,7 @@ inline Confinement confine_writes_to(const std::vector<std::string> &writable, l
     close(ruleset);
     if (restricted != 0) return {false, failed("landlock_restrict_self", error)};
     std::string said = "landlock abi " + std::to_string(abi) + ": writes only under ";
-    for (size_t i = 0; i < granted.size(); ++i) said += (i > 0 ? ", " : "") + granted[i];
-    if (granted.empty()) said += "nothing";
+    said += described(granted);
     said += "; no exec";
     if (used >= 4) said += "; no TCP";
     if (used >= 6) said += "; no signal to, nor abstract unix socket of, another process";

@@ -549,8 +549,9 @@ std::string command_count(const std::vector<std::string> &w) {
 std::string g_confinement;
 
 #ifdef __CUDACC__
-// A GPU's files: the NVIDIA device files and /dev/shm (sandbox_confinement.h says why).
-std::vector<std::string> device_files() { return {"/dev"}; }
+// A GPU's files: the NVIDIA device files and /dev/shm among /dev's entries, but no block, raw
+// storage or memory device (sandbox_confinement.h says why).
+std::vector<std::string> device_files() { return confinement::writable_device_entries("/dev"); }
 
 long landlock_abi_here() { return confinement::landlock_abi(); }
 
