@@ -114,9 +114,15 @@ class ToyRun:
     def expected(inputs: dict[str, np.ndarray]) -> np.ndarray:
         return 2 * to_float32(np, inputs["x"], "bfloat16") + to_float32(np, inputs["y"], "bfloat16")
 
+    # The inputs each perturbation flips (a subclass may list fewer; "every" flips both).
+    LISTED: tuple[str, ...] = ("x", "y")
+
+    @staticmethod
+    def _flip(tensors: dict[str, np.ndarray], names: tuple[str, ...], key: int) -> None:
+        flip_signs_host([(tensors[name], "bfloat16") for name in names], key)
+
     def _perturb(self, set_index: int, key: int) -> None:
-        tensors = self.sets[set_index]
-        flip_signs_host([(tensors["x"], "bfloat16"), (tensors["y"], "bfloat16")], key)
+        self._flip(self.sets[set_index], self.LISTED, key)
 
     def _copy_aside(self, set_index: int, keep: bool) -> dict[str, Any]:
         self.copies.append((set_index, keep))
@@ -129,25 +135,26 @@ class ToyRun:
             tensors.update({k: v for k, v in self._fresh_set().items() if k != "out"})
             self.pristine.append({name: tensors[name].copy() for name in ("x", "y")})
 
+    def _call(self, gpu: FakeGpu, set_index: int) -> None:
+        tensors = self.sets[set_index]
+        self.contents.append(tensors["x"].tobytes() + tensors["y"].tobytes())
+        compute = len(self.computed) % self.every == 0
+        if compute:
+            tensors["out"][...] = self.expected(tensors)
+        self.computed.append(compute)
+        gpu.call(set_index)
+
+    def _timing(self) -> Timing:
+        return Timing(method=self.method, warmup_ms=2, rep_ms=6, max_reps=30)
+
     def run(self) -> None:
         gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
-
-        def call(set_index: int) -> None:
-            tensors = self.sets[set_index]
-            self.contents.append(tensors["x"].tobytes() + tensors["y"].tobytes())
-            compute = len(self.computed) % self.every == 0
-            if compute:
-                tensors["out"][...] = self.expected(tensors)
-            self.computed.append(compute)
-            gpu.call(set_index)
-
-        timing = Timing(method=self.method, warmup_ms=2, rep_ms=6, max_reps=30)
-        time_calls(
+        self.stats = time_calls(
             gpu.cp,
             gpu.stream,
-            call,
+            lambda set_index: self._call(gpu, set_index),
             self.N_SETS,
-            timing,
+            self._timing(),
             after_warmup=self._refill,
             hooks=self.watch,
         )
@@ -158,14 +165,16 @@ class ToyRun:
         seen: dict[str, np.ndarray] = {}
 
         def apply(set_index: int, key: int) -> None:
-            snapshot = self.pristine[set_index]
-            flip_signs_host([(snapshot["x"], "bfloat16"), (snapshot["y"], "bfloat16")], key)
+            self._flip(self.pristine[set_index], self.LISTED, key)
+
+        def apply_every(set_index: int, key: int) -> None:
+            self._flip(self.pristine[set_index], ("x", "y"), key)
 
         def capture(set_index: int) -> None:
             seen.update({name: array.copy() for name, array in self.pristine[set_index].items()})
 
         assert self.watch.judged is not None
-        replay(self.watch.log, self.watch.judged, apply, capture)
+        replay(self.watch.log, self.watch.judged, apply, capture, apply_every)
         return seen
 
 

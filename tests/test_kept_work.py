@@ -13,9 +13,8 @@ import pytest
 from kernelseek_tui.evaluate import timing as timing_module
 from kernelseek_tui.evaluate.judged_call import MeasuredCallWatch, Perturbation, replay
 from kernelseek_tui.evaluate.kept_work import BOUND, MIN_GROUP, compare_groups, rank_z
-from kernelseek_tui.evaluate.perturb import flip_signs_host
 from kernelseek_tui.evaluate.result import ScenarioResult
-from kernelseek_tui.evaluate.timing import MeasuredCall, time_calls
+from kernelseek_tui.evaluate.timing import MeasuredCall
 from kernelseek_tui.evaluate.worker import every_input_checked, kept_work_fails
 from kernelseek_tui.task import Timing, load_task
 from tests.test_judged_call import ToyRun
@@ -136,61 +135,32 @@ class KeptWorkRun(ToyRun):
     candidate pays ``extra_ms`` for its work on y on every call (honest) or, keeping that work
     (``keeps``), only on calls where y changed since it last looked at it."""
 
+    LISTED = ("x",)
+
     def __init__(self, seed: int, keeps: bool, extra_ms: float = 0.1) -> None:
         super().__init__(every=1, seed=seed)
         self.keeps, self.extra_ms = keeps, extra_ms
         self.watch = MeasuredCallWatch(
             self.N_SETS,
             random.Random(seed),
-            self._perturb_listed,
+            self._perturb,
             self._copy_aside,
-            perturb_every=self._perturb,
+            perturb_every=lambda set_index, key: self._flip(self.sets[set_index], ("x", "y"), key),
             every_share=0.25,
         )
         self.last_y: dict[int, bytes] = {}
 
-    def _perturb_listed(self, set_index: int, key: int) -> None:
-        flip_signs_host([(self.sets[set_index]["x"], "bfloat16")], key)
+    def _call(self, gpu: FakeGpu, set_index: int) -> None:
+        tensors = self.sets[set_index]
+        y = tensors["y"].tobytes()
+        if not self.keeps or self.last_y.get(set_index) != y:
+            gpu.now += self.extra_ms  # the work on y, done again
+            self.last_y[set_index] = y
+        tensors["out"][...] = self.expected(tensors)
+        gpu.call(set_index)
 
-    def run(self) -> None:
-        gpu = FakeGpu(kernel_ms=0.2, flush_ms=0.05)
-
-        def call(set_index: int) -> None:
-            tensors = self.sets[set_index]
-            y = tensors["y"].tobytes()
-            if not self.keeps or self.last_y.get(set_index) != y:
-                gpu.now += self.extra_ms  # the work on y, done again
-                self.last_y[set_index] = y
-            tensors["out"][...] = self.expected(tensors)
-            gpu.call(set_index)
-
-        timing = Timing(warmup_ms=2, rep_ms=40, max_reps=160)
-        self.stats = time_calls(
-            gpu.cp,
-            gpu.stream,
-            call,
-            self.N_SETS,
-            timing,
-            after_warmup=self._refill,
-            hooks=self.watch,
-        )
-
-    def replayed(self) -> dict[str, np.ndarray]:
-        seen: dict[str, np.ndarray] = {}
-
-        def apply(set_index: int, key: int) -> None:
-            flip_signs_host([(self.pristine[set_index]["x"], "bfloat16")], key)
-
-        def apply_every(set_index: int, key: int) -> None:
-            snapshot = self.pristine[set_index]
-            flip_signs_host([(snapshot["x"], "bfloat16"), (snapshot["y"], "bfloat16")], key)
-
-        def capture(set_index: int) -> None:
-            seen.update({name: array.copy() for name, array in self.pristine[set_index].items()})
-
-        assert self.watch.judged is not None
-        replay(self.watch.log, self.watch.judged, apply, capture, apply_every)
-        return seen
+    def _timing(self) -> Timing:
+        return Timing(warmup_ms=2, rep_ms=40, max_reps=160)
 
 
 def test_a_kernel_keeping_work_on_unperturbed_inputs_is_named_and_an_honest_one_is_not() -> None:
