@@ -270,26 +270,14 @@ def gpu_us(work: Any, reps: int = 20) -> float:
 
 def print_pre_call_costs(tensors: dict[str, Any]) -> None:
     """The GPU time of each piece of pre-call work, on this shape's tensors."""
-    import os
-
     import torch
 
-    from kernelseek_tui.evaluate.perturb import FLIP_VARIABLE
-
     costs = []
-    chosen = os.environ.get(FLIP_VARIABLE)
-    try:
-        # Both flip kernels (KERNELSEEK_FLIP), whichever the timed columns use.
-        for kernel in ("scalar", "vector"):
-            os.environ[FLIP_VARIABLE] = kernel
-            for names in (("q", "k", "v"), ("q",)):
-                flip = sign_flipper(tensors, names)
-                costs.append(f"flip {'+'.join(names)} ({kernel}) {gpu_us(flip):.0f} us")
-    finally:
-        if chosen is None:
-            os.environ.pop(FLIP_VARIABLE, None)
-        else:
-            os.environ[FLIP_VARIABLE] = chosen
+    # Both flip kernels, whichever the timed columns use (KERNELSEEK_FLIP).
+    for kernel in ("scalar", "vector"):
+        for names in (("q", "k", "v"), ("q",)):
+            flip = sign_flipper(tensors, names, kernel)
+            costs.append(f"flip {'+'.join(names)} ({kernel}) {gpu_us(flip):.0f} us")
     copy_source = torch.empty_like(tensors["q"])
     costs.append(f"copy of q {gpu_us(lambda: copy_source.copy_(tensors['q'])):.0f} us")
     for kind in ("do_bench", "judge"):
@@ -350,9 +338,10 @@ def set_copier(tensors: tuple[Any, ...], then: Any) -> Any:
     return pre
 
 
-def sign_flipper(tensors: dict[str, Any], names: tuple[str, ...]) -> Any:
+def sign_flipper(tensors: dict[str, Any], names: tuple[str, ...], kernel: str | None = None) -> Any:
     """The judge's own sign-flip kernel over ``names`` of ``tensors`` (bf16), on torch's stream,
-    a fresh key per call; None for no tensors."""
+    a fresh key per call; None for no tensors. ``kernel``: "scalar" or "vector" (default: as
+    ``KERNELSEEK_FLIP`` says)."""
     if not names:
         return None
     import cupy as cp
@@ -361,7 +350,7 @@ def sign_flipper(tensors: dict[str, Any], names: tuple[str, ...]) -> Any:
     from kernelseek_tui.evaluate.perturb import SignFlipper
 
     bodies = [(cp.asarray(tensors[n].view(torch.int16)).reshape(-1), "bfloat16") for n in names]
-    flipper = SignFlipper(cp, bodies)
+    flipper = SignFlipper(cp, bodies, kernel)
     stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     keys = iter(range(1, 1 << 62))
 

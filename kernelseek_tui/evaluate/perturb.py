@@ -42,24 +42,37 @@ __device__ __forceinline__ unsigned int ks_mix(unsigned int x) {
     return x;
 }
 
+// Whether element i's sign flips (flip_mask's hash on the host).
+__device__ __forceinline__ bool ks_flips(unsigned long long i, unsigned int multiplier,
+                                         unsigned int salt) {
+    const unsigned int x =
+        (unsigned int)i * multiplier + (unsigned int)(i >> 32) * 0x85ebca6bu + salt;
+    return ks_mix(x) >> 31;
+}
+
+// Elements first, first + stride, ... below count, one by one.
+__device__ __forceinline__ void ks_flip_each(unsigned long long address, bool wide,
+                                             unsigned long long first,
+                                             unsigned long long count,
+                                             unsigned long long stride,
+                                             unsigned int multiplier, unsigned int salt) {
+    for (unsigned long long i = first; i < count; i += stride) {
+        if (ks_flips(i, multiplier, salt)) {
+            if (wide) reinterpret_cast<unsigned int*>(address)[i] ^= 0x80000000u;
+            else reinterpret_cast<unsigned short*>(address)[i] ^= (unsigned short)0x8000u;
+        }
+    }
+}
+
 // table: three words per tensor (blockIdx.y): its address, its element count and its sign bit
 // (0x8000 for 16-bit elements, 0x80000000 for 32-bit ones).
 extern "C" __global__ void ks_flip_signs(const unsigned long long* table,
                                          unsigned int multiplier, unsigned int offset) {
     const unsigned long long* entry = table + 3 * blockIdx.y;
-    const unsigned long long count = entry[1];
-    const bool wide = entry[2] == 0x80000000ull;
     const unsigned int salt = ks_mix(offset + blockIdx.y * 0x9e3779b9u);
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-         i < count; i += stride) {
-        const unsigned int x =
-            (unsigned int)i * multiplier + (unsigned int)(i >> 32) * 0x85ebca6bu + salt;
-        if (ks_mix(x) >> 31) {
-            if (wide) reinterpret_cast<unsigned int*>(entry[0])[i] ^= 0x80000000u;
-            else reinterpret_cast<unsigned short*>(entry[0])[i] ^= (unsigned short)0x8000u;
-        }
-    }
+    ks_flip_each(entry[0], entry[2] == 0x80000000ull,
+                 (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x, entry[1],
+                 (unsigned long long)gridDim.x * blockDim.x, multiplier, salt);
 }
 
 // The same flips, 16 bytes at a time: each thread reads and writes whole 16-byte vectors (8
@@ -85,10 +98,7 @@ extern "C" __global__ void ks_flip_signs_vec(const unsigned long long* table,
 #pragma unroll
         for (unsigned int j = 0; j < 8; ++j) {
             if (j >= per_vector) break;
-            const unsigned long long i = i0 + j;
-            const unsigned int x =
-                (unsigned int)i * multiplier + (unsigned int)(i >> 32) * 0x85ebca6bu + salt;
-            if (ks_mix(x) >> 31) {
+            if (ks_flips(i0 + j, multiplier, salt)) {
                 // Little-endian: a word's first 16-bit element is its low half.
                 if (wide) words[j & 3u] ^= 0x80000000u;
                 else words[j >> 1] ^= (j & 1u) ? 0x80000000u : 0x8000u;
@@ -96,14 +106,7 @@ extern "C" __global__ void ks_flip_signs_vec(const unsigned long long* table,
         }
         base[v] = make_uint4(words[0], words[1], words[2], words[3]);
     }
-    for (unsigned long long i = vectors * per_vector + first; i < count; i += stride) {
-        const unsigned int x =
-            (unsigned int)i * multiplier + (unsigned int)(i >> 32) * 0x85ebca6bu + salt;
-        if (ks_mix(x) >> 31) {
-            if (wide) reinterpret_cast<unsigned int*>(entry[0])[i] ^= 0x80000000u;
-            else reinterpret_cast<unsigned short*>(entry[0])[i] ^= (unsigned short)0x8000u;
-        }
-    }
+    ks_flip_each(entry[0], wide, vectors * per_vector + first, count, stride, multiplier, salt);
 }
 """
 # Which kernel flips: "scalar" (ks_flip_signs, the default) or "vector" (ks_flip_signs_vec,
@@ -153,14 +156,14 @@ class SignFlipper:
     current stream, in one kernel launch; ``bodies``: each input's contiguous device array and
     its task dtype."""
 
-    def __init__(self, cp: Any, bodies: list[tuple[Any, str]]) -> None:
+    def __init__(self, cp: Any, bodies: list[tuple[Any, str]], kernel: str | None = None) -> None:
         floating = [(body, dtype) for body, dtype in bodies if dtype in SIGN_BITS]
         self._cp = cp
         self._tensors = len(floating)
         self._largest = max((int(body.size) for body, _ in floating), default=0)
         table = [[int(body.data.ptr), int(body.size), SIGN_BITS[dtype]] for body, dtype in floating]
         self._table = cp.asarray(np.array(table, dtype=np.uint64).reshape(-1))
-        self._name = flip_kernel_name()
+        self._name = flip_kernel_name(kernel)
         self._kernel = _flip_kernel(cp, self._name)
 
     def __call__(self, key: int) -> None:
@@ -177,9 +180,10 @@ class SignFlipper:
         )
 
 
-def flip_kernel_name() -> str:
-    """The flip kernel ``KERNELSEEK_FLIP`` names ("scalar", the default, or "vector")."""
-    wanted = os.environ.get(FLIP_VARIABLE, "scalar")
+def flip_kernel_name(wanted: str | None = None) -> str:
+    """The flip kernel ``wanted`` names ("scalar" or "vector"); by default the one
+    ``KERNELSEEK_FLIP`` names, else "scalar"."""
+    wanted = wanted or os.environ.get(FLIP_VARIABLE, "scalar")
     if wanted not in _FLIP_KERNELS:
         raise ValueError(
             f"{FLIP_VARIABLE} must be one of {', '.join(_FLIP_KERNELS)}, not {wanted!r}"
