@@ -153,8 +153,9 @@ struct Confinement {
     std::string said;
 };
 
-inline std::string failed(const char *what, int error) {
-    return std::string("none: ") + what + " failed: " + strerror(error) + " (errno " +
+// "<prefix><what> failed: <strerror> (errno N)": why a confinement is not in place.
+inline std::string failed(const char *what, int error, const char *prefix = "none: ") {
+    return std::string(prefix) + what + " failed: " + strerror(error) + " (errno " +
            std::to_string(error) + ")";
 }
 

@@ -54,6 +54,8 @@
 #include <string>
 #include <vector>
 
+#include "sandbox_confinement.h"  // confinement::failed
+
 #ifndef SYS_clone3
 #define SYS_clone3 435
 #endif
@@ -70,6 +72,9 @@
 
 namespace syscalls {
 
+// How the report begins where the filter is not in place.
+const char kNoFilter[] = "no seccomp filter: ";
+
 #if defined(__x86_64__)
 const __u32 kArchitecture = AUDIT_ARCH_X86_64;
 #elif defined(__aarch64__)
@@ -84,10 +89,6 @@ struct Filtered {
     std::string said;
 };
 
-inline std::string refused_because(const char *what, int error) {
-    return std::string("no seccomp filter: ") + what + " failed: " + strerror(error) + " (errno " +
-           std::to_string(error) + ")";
-}
 
 // The system calls refused with EPERM whatever their arguments (those this architecture has).
 const long kRefused[] = {
@@ -247,9 +248,9 @@ inline Filtered refuse_processes_and_sockets() {
     const bool no_capabilities = drop_capabilities();
     // Demanded of a process without CAP_SYS_ADMIN (Landlock has asked it already where it ran).
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return {false, refused_because("prctl(PR_SET_NO_NEW_PRIVS)", errno)};
+        return {false, confinement::failed("prctl(PR_SET_NO_NEW_PRIVS)", errno, kNoFilter)};
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter) != 0)
-        return {false, refused_because("seccomp(SECCOMP_SET_MODE_FILTER)", errno)};
+        return {false, confinement::failed("seccomp(SECCOMP_SET_MODE_FILTER)", errno, kNoFilter)};
     return {true, std::string("seccomp: no new process, no socket but unix and netlink, no "
                               "io_uring, no module, bpf, perf, namespace or mount; ") +
                       (no_capabilities ? "no capabilities" : "capabilities left (capget)")};
