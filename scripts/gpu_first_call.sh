@@ -2,8 +2,9 @@
 # The first device call after the judge changed in ways never run on a GPU (2026-12-07
 # afternoon: the seccomp filter on the kernels' processes, the copy of the outputs alone, the
 # kept-work samples; run at 12:48. Since 13:30: every capability dropped and a longer list of
-# refused calls, the kept-work floor of 48 samples: not yet run), then the bench set against
-# fa_bench with the copy of the outputs alone and with the whole set:
+# refused calls, the kept-work floor of 48 samples, the figure held to the every-input samples:
+# not yet run), then the bench set against fa_bench (the judge of today, FIRST_CALL_HANDOVERS
+# for more):
 #
 #   OUT=$OUT scripts/gpu_first_call.sh
 #
@@ -26,9 +27,11 @@ if ! python3 -c "import json, sys; sys.exit(json.load(open(sys.argv[1]))['verdic
     echo "the quick set did not pass confined by default: the rest with Landlock alone"
     export KERNELSEEK_CONFINEMENT=landlock
 fi
-HANDOVERS="fenced fenced:set" FA_BENCH_TIMEOUT=${FA_BENCH_TIMEOUT:-230} \
-    scripts/gpu_isolation_check.sh bench
-for judged in fenced fenced:set; do
+# FIRST_CALL_HANDOVERS: the judges of the bench set (gpu_isolation_check.sh's HANDOVERS);
+# "fenced fenced:set" adds the copy of the whole set after every sample (this morning's judge).
+judges=${FIRST_CALL_HANDOVERS:-fenced}
+HANDOVERS=$judges FA_BENCH_TIMEOUT=${FA_BENCH_TIMEOUT:-230} scripts/gpu_isolation_check.sh bench
+for judged in $judges; do
     echo "judge $judged:"
     python3 benchmarks/judge_summary.py "$OUT/isolated-$judged.json"
 done
