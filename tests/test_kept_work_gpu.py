@@ -188,7 +188,10 @@ def test_a_keeper_with_decoy_samples_reads_its_full_time_named_or_not(tmp_path: 
     acted = 0
     for mine, theirs in zip(decoy.scenarios, honest.scenarios, strict=True):
         if mine.passed is False:
-            assert any("once and kept" in r for r in mine.reasons), mine.reasons
+            # named by the kept-work rule, or by the rule on calls far faster than the median
+            # (the decoys widen the run's spread: H100, 2026-12-07 16:07, on b8-s512)
+            named = ("once and kept", "as one that skips its work does")
+            assert any(words in r for r in mine.reasons for words in named), mine.reasons
             acted += 1
             continue
         assert mine.every_input_ratio is not None, mine.name
