@@ -50,10 +50,16 @@ for part in $parts; do
         done
         ;;
     slow)
+        # CuPy's on-disk kernel cache before and after: how many kernels the first use of
+        # these shapes compiled (a suspect for the seconds, 2026-12-07: one per layout class).
+        cache=${CUPY_CACHE_DIR:-$HOME/.cupy/kernel_cache}
+        before=$(find "$cache" -type f 2> /dev/null | wc -l)
         timeout 150 python3 -m kernelseek_tui eval kernels/flash_fwd --source "$source_file" \
             --scenarios benchmarks/slow_heldout.toml --no-compare --json \
             > "$OUT/slow.json" 2> "$OUT/slow.err"
         echo "slow held-out draws: exit $?"
+        echo "CuPy kernel cache ($cache): $before files before, $(find "$cache" -type f \
+            2> /dev/null | wc -l) after"
         python3 -c "
 import json, sys
 for s in json.load(open(sys.argv[1]))['scenarios']:
