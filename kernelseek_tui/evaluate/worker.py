@@ -1381,9 +1381,10 @@ def _time_baseline(ev: Evaluation, scenario: dict[str, Any], index: int) -> floa
     # The candidate's own work between samples too (a flip of the listed inputs before each
     # sample, on a quarter every input, and the copy of the outputs after it), on the starting
     # kernel's own buffers; nothing of it is judged. Without it, sm90.cu judged against itself
-    # read 1.026x over 36 bench shapes on an H100 (2026-12-07 16:10): on a card at its power
-    # cap, the memory-bound work between two samples lets the clock rise, and only the
-    # candidate had it.
+    # read 1.026x over 36 bench shapes on an H100 (2026-12-07 16:10). That work was one of two
+    # differences, not yet told apart (the other: these runs come back to back, the
+    # candidate's spaced by its checks); on a card at its power cap either can move the clock.
+    # The method belongs to both sides alike whatever the cause.
     judging = random.Random(f"{ev.seed}:{index}:{scenario['name']}:baseline:{ev.entropy}")
     watch = _watch_measured_calls(ev, sets, judging, "the starting kernel")
     ev.switch("baseline")
