@@ -1,8 +1,8 @@
 """The starting kernel is timed with the candidate's own work between samples
 (worker._time_baseline): the flips before each sample and the copy of the outputs after it.
 Without them, sm90.cu judged against itself read 1.026x over the bench set on an H100
-(2026-12-07 16:10): the memory-bound work between samples lets a card at its power cap raise
-its clock, and only the candidate had it. Its figure is held to its every-input samples as the
+(2026-12-07 16:10), when only the candidate had that work (one of two differences then; the
+method belongs to both sides alike whatever the cause). Its figure is held to its every-input samples as the
 candidate's is (kept_work.py). The wiring only, on stand-ins; the timing itself runs on the GPU
 box."""
 
