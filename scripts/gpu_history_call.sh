@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One device call that tells apart the two explanations left for the judge's 4-5% over
+# do_bench and for sm90.cu reading 1.026x over itself (kernels/flash_fwd/NOTES.md, 2026-12-07
+# 15:04 entry: the work between samples, or the history of the seconds before a timed run):
+#
+#   OUT=$OUT scripts/gpu_history_call.sh 2>&1 | tee $OUT/log
+#
+# 1. sm90.cu against itself, quick and bench, with the starting kernel timed under the
+#    candidate's work between samples (`1e90cdc`). Predicted: bench 1.00 +- 0.01 if that work
+#    made the 1.026; 1.02-1.03 if the history did.
+# 2. fa_bench in turn, plain and with the GPU idle 2 s before each shape
+#    (gpu_power_suspects.sh turn). Predicted: the paused run 3-5% faster on the 2k-8k shapes
+#    if the history explains the judge's offset; within 1-2% if not.
+# 3. The slow held-out draws with CuPy's kernel cache counted before and after.
+# Prints what it measured; decides nothing.
+set -uo pipefail
+: "${OUT:?OUT names the folder for the results}"
+nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
+date -u
+SETS="quick bench" timeout 200 scripts/gpu_start_bias.sh
+date -u
+timeout 330 scripts/gpu_power_suspects.sh turn slow
+date -u
