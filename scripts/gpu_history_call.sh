@@ -15,6 +15,7 @@
 # Prints what it measured; decides nothing.
 set -uo pipefail
 : "${OUT:?OUT names the folder for the results}"
+source scripts/gpu_env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 date -u
 SETS="quick bench" timeout 200 scripts/gpu_start_bias.sh
