@@ -112,8 +112,11 @@ def stand_in_daemon(tmp_path: Path) -> Path:
 
 
 def log_of(control: Path) -> list[str]:
+    """The commands the stand-in daemon got, less the share queries every start makes
+    (``PrivateMps.share_settings``; their own tests are below)."""
     log = control.parent / "control.log"
-    return log.read_text().splitlines() if log.exists() else []
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [line for line in lines if not line.startswith("get_")]
 
 
 def wait_for(predicate, timeout_s: float = 5.0) -> bool:
@@ -239,3 +242,101 @@ def test_a_server_whose_judge_was_killed_is_reaped_by_the_next(
     assert not root.exists() and alive_root.exists() and scripts.exists()
     assert wait_for(lambda: not Path(f"/proc/{daemon}").exists() or _zombie(daemon))
     alive.stop()
+
+
+def settings_control(tmp_path: Path, fails: bool = False) -> tuple[Path, Path]:
+    """A stand-in control program that answers the share queries from files under ``state``
+    (100.0 where a file is missing) and forgets the set shares on ``quit``, as the daemon does;
+    with ``fails``, every query exits 1."""
+    state = tmp_path / "state"
+    state.mkdir()
+    control = tmp_path / "control"
+    control.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "-d" ]; then exit 0; fi\n' + ("exit 1\n" if fails else "") + "read line\n"
+        'case "$line" in\n'
+        f"  get_default_active_thread_percentage) cat {state}/default 2>/dev/null"
+        " || echo 100.0 ;;\n"
+        f"  get_server_list) cat {state}/servers 2>/dev/null || true ;;\n"
+        "  get_active_thread_percentage*) pid=${line#get_active_thread_percentage };"
+        f" cat {state}/server-$pid 2>/dev/null || echo 100.0 ;;\n"
+        f"  quit) rm -f {state}/default {state}/server-* ;;\n"
+        "esac\n"
+    )
+    control.chmod(control.stat().st_mode | stat.S_IXUSR)
+    return control, state
+
+
+def test_a_change_to_the_share_new_clients_get_is_seen_and_a_restart_forgets_it(
+    tmp_path: Path,
+) -> None:
+    control, state = settings_control(tmp_path)
+    server = PrivateMps(str(control), proc=tmp_path)
+    try:
+        server.start()
+        assert server.share_settings() == "default 100"
+        # a server started for the first client, with the default share: no change
+        (state / "servers").write_text("4242\n")
+        assert server.share_settings() == "default 100; server 4242 100"
+        assert server.settings_changed() is None
+        # a kernel's process lowers the share of the running server's later clients
+        (state / "server-4242").write_text("50.0\n")
+        changed = server.settings_changed()
+        assert changed is not None and "server 4242 50 after" in changed
+        # or the default, for every server started later
+        (state / "server-4242").unlink()
+        (state / "default").write_text("25.0\n")
+        assert "default 25; server 4242 100 after" in (server.settings_changed() or "")
+        # the same share written another way is no change
+        (state / "default").write_text("100\n")
+        assert server.settings_changed() is None
+        # a restart quits the daemon, which forgets what was set, and notes the answer anew
+        server.restart()
+        assert server.settings_changed() is None
+    finally:
+        server.stop()
+
+
+def test_a_daemon_that_cannot_answer_is_no_change(tmp_path: Path) -> None:
+    control, _ = settings_control(tmp_path, fails=True)
+    server = PrivateMps(str(control), proc=tmp_path)
+    try:
+        server.start()
+        assert server.share_settings() is None and server.settings_changed() is None
+    finally:
+        server.stop()
+    assert PrivateMps(str(control), proc=tmp_path).share_settings() is None  # never started
+
+
+def test_an_evaluation_that_changed_the_share_fails_and_the_server_restarts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernelseek_tui.evaluate import api
+    from kernelseek_tui.evaluate.result import EvalResult
+    from kernelseek_tui.evaluate.spare import SpareKey
+
+    class Server:
+        restarted = 0
+
+        def __init__(self, changed: str | None) -> None:
+            self.changed = changed
+
+        def settings_changed(self) -> str | None:
+            return self.changed
+
+        def restart(self) -> list[str]:
+            Server.restarted += 1
+            return []
+
+    dropped: list[SpareKey] = []
+    monkeypatch.setattr(api.SPARES, "drop", dropped.append)
+    key = SpareKey(visible_devices="0", task_dir="t", command=("w",))
+    calm = EvalResult(eval_id="a", verdict="pass", mps="a private MPS server")
+    api._check_mps_settings(Server(None), key, calm)  # type: ignore[arg-type]
+    assert not calm.reasons and Server.restarted == 0 and not dropped
+    changed = EvalResult(eval_id="b", verdict="pass", mps="a private MPS server")
+    api._check_mps_settings(Server("default 100.0 before, default 25.0 after"), key, changed)  # type: ignore[arg-type]
+    assert Server.restarted == 1 and dropped == [key]
+    assert "reached the MPS control daemon" in changed.reasons[0]
+    assert "default 25.0 after" in changed.reasons[0]
+    assert "its share for new clients had been changed" in (changed.mps or "")

@@ -557,6 +557,8 @@ def _run_worker(
                 f"GPU cannot run MPS, {MPS_VARIABLE}=off judges without it (every timed call "
                 "then carries the switching between the processes' contexts)"
             )
+    if mps is not None and mps.server is not None:
+        _check_mps_settings(mps.server, key, result)
     _mark(result, "worker_released", started)
     if sharing is not None:
         later = (
@@ -619,9 +621,14 @@ def _left_mps_wedged(
     return fatal is not None and "cudaErrorDevicesUnavailable" in str(fatal.get("reason"))
 
 
-def _restart_mps(server: PrivateMps, key: SpareKey, result: EvalResult) -> None:
-    """Restart the judge's own MPS server so that the next evaluation finds it taking clients;
-    a spare started as a client of the old one is dropped."""
+_WEDGED = (
+    "a kernel left running when its process was killed keeps an MPS server from taking new clients"
+)
+
+
+def _restart_mps(server: PrivateMps, key: SpareKey, result: EvalResult, why: str = _WEDGED) -> None:
+    """Restart the judge's own MPS server so that the next evaluation finds it taking clients
+    (``why``: for the result); a spare started as a client of the old one is dropped."""
     SPARES.drop(key)
     try:
         notes = server.restart()
@@ -629,9 +636,21 @@ def _restart_mps(server: PrivateMps, key: SpareKey, result: EvalResult) -> None:
         result.mps = f"{result.mps}; restarting it after this evaluation failed: {error}"
         return
     how = f" ({'; '.join(notes)})" if notes else ""
-    result.mps = (
-        f"{result.mps}, restarted after this evaluation{how}: a kernel left running when its "
-        "process was killed keeps an MPS server from taking new clients"
+    result.mps = f"{result.mps}, restarted after this evaluation{how}: {why}"
+
+
+def _check_mps_settings(server: PrivateMps, key: SpareKey, result: EvalResult) -> None:
+    """Fail the evaluation whose kernel changed the share of the GPU the judge's MPS server
+    gives new clients (private_mps.PrivateMps.share_settings says how it could), and restart
+    the server so that the next evaluation, and a spare started for it, get the whole GPU."""
+    changed = server.settings_changed()
+    if changed is None:
+        return
+    _restart_mps(server, key, result, "its share for new clients had been changed")
+    result.reasons.append(
+        f"the share of the GPU the judge's MPS server gives new clients changed during this "
+        f"evaluation ({changed}): a kernel's process reached the MPS control daemon, which "
+        "would slow every evaluation after it; the server was restarted"
     )
 
 

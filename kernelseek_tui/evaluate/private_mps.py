@@ -73,6 +73,7 @@ class PrivateMps:
         self._proc = proc
         self._root: Path | None = None
         self._daemon_up = False
+        self._settings: tuple[float, dict[int, float]] | None = None
 
     @property
     def running(self) -> bool:
@@ -121,7 +122,67 @@ class PrivateMps:
             self._forget()
             raise MpsError(f"{self.control} -d failed ({started.returncode}): {text}")
         self._daemon_up = True
+        self.note_settings()  # a fresh daemon's: what every later answer must match
         return self.environment()
+
+    def share_settings(self) -> str | None:
+        """The share of the GPU a new client of this daemon gets, as the daemon answers:
+        ``default <percentage>`` and ``server <pid> <percentage>`` for each server running;
+        None where it gives no answer it can be read by (not started, the control program
+        failing, an answer not a number).
+
+        Why asked: a kernel's process may write the pipe directory (CUDA needs it), and neither
+        Landlock nor the seccomp filter can refuse a connection to the control daemon's socket
+        there. Through it a kernel could lower the share of every client started later (the
+        next candidates and their peers, not the starting kernel whose times are cached), so the
+        judge compares the answer after each evaluation with the one before
+        (``settings_changed``)."""
+        shares = self._shares()
+        return None if shares is None else _said(shares)
+
+    def note_settings(self) -> None:
+        """Keep the daemon's answer now (``share_settings``), the one later answers must match."""
+        self._settings = self._shares()
+
+    def settings_changed(self) -> str | None:
+        """How the daemon's answer differs from the one kept by ``note_settings``: its default
+        share, or any server's, not the default kept (a server started since with that share is
+        no change); None where it does not, or where either answer could not be read. Shares
+        are compared as numbers, so "100" and "100.0" are the same answer."""
+        before, now = self._settings, self._shares()
+        if before is None or now is None:
+            return None
+        default, _ = before
+        shares = [now[0], *now[1].values()]
+        if all(abs(share - default) < 1e-6 for share in shares):
+            return None
+        return f"{_said(before)} before, {_said(now)} after"
+
+    def _shares(self) -> tuple[float, dict[int, float]] | None:
+        """(default share, {server pid: its share}) as the daemon answers, or None."""
+        if self._root is None or not self._daemon_up:
+            return None
+        default = _number(self._ask("get_default_active_thread_percentage"))
+        servers = self._ask("get_server_list")
+        if default is None or servers is None:
+            return None
+        shares: dict[int, float] = {}
+        for pid in servers.split():
+            share = _number(self._ask(f"get_active_thread_percentage {pid}"))
+            if not pid.isdigit() or share is None:
+                return None
+            shares[int(pid)] = share
+        return default, shares
+
+    def _ask(self, command: str) -> str | None:
+        """The daemon's answer to one command, or None where the control program fails."""
+        try:
+            answered = self._control(command + "\n", timeout_s=self.stop_timeout_s)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if answered.returncode != 0:
+            return None
+        return answered.stdout.strip()
 
     def processes(self) -> list[int]:
         """The MPS processes (control daemon, servers) serving this private pipe directory."""
@@ -207,6 +268,20 @@ class PrivateMps:
             shutil.rmtree(self._root, ignore_errors=True)
         self._root = None
         self._daemon_up = False
+
+
+def _number(answer: str | None) -> float | None:
+    """A share as the daemon writes it ("100.0"), or None for anything else."""
+    try:
+        return float(answer) if answer else None
+    except ValueError:
+        return None
+
+
+def _said(shares: tuple[float, dict[int, float]]) -> str:
+    default, servers = shares
+    parts = [f"default {default:g}", *(f"server {pid} {share:g}" for pid, share in servers.items())]
+    return "; ".join(parts)
 
 
 def _identity(pid: int, proc: Path = Path("/proc")) -> str:
