@@ -175,9 +175,11 @@ class PrivateMps:
         return default, shares
 
     def _ask(self, command: str) -> str | None:
-        """The daemon's answer to one command, or None where the control program fails."""
+        """The daemon's answer to one command, or None where the control program fails or
+        takes more than a couple of seconds (asked after every evaluation: a stuck daemon must
+        not hold the loop for long)."""
         try:
-            answered = self._control(command + "\n", timeout_s=self.stop_timeout_s)
+            answered = self._control(command + "\n", timeout_s=min(2.0, self.stop_timeout_s))
         except (OSError, subprocess.SubprocessError):
             return None
         if answered.returncode != 0:
