@@ -2,9 +2,9 @@
 (worker._time_baseline): the flips before each sample and the copy of the outputs after it.
 Without them, sm90.cu judged against itself read 1.026x over the bench set on an H100
 (2026-12-07 16:10), when only the candidate had that work (one of two differences then; the
-method belongs to both sides alike whatever the cause). Its figure is held to its every-input samples as the
-candidate's is (kept_work.py). The wiring only, on stand-ins; the timing itself runs on the GPU
-box."""
+method belongs to both sides alike whatever the cause). Its figure is held to its every-input
+samples as the candidate's is (kept_work.py). The wiring only, on stand-ins; the timing itself
+runs on the GPU box."""
 
 from __future__ import annotations
 
