@@ -22,3 +22,24 @@ SETS="quick bench" timeout 200 scripts/gpu_start_bias.sh
 date -u
 timeout 330 scripts/gpu_power_suspects.sh turn slow
 date -u
+# 4. What the real MPS daemon answers to the judge's share queries (PrivateMps.share_settings;
+#    predicted: "default 100", then "default 100; server <pid> 100" once a client came, and
+#    no change), so that the guard of f780864 is known to read it.
+timeout 60 python3 - <<'PYTHON'
+import os
+import subprocess
+
+from kernelseek_tui.evaluate.private_mps import PrivateMps
+
+mps = PrivateMps()
+environment = mps.start()
+print("MPS shares, fresh:", mps.share_settings())
+subprocess.run(
+    ["python3", "-c", "import cupy; cupy.zeros(1); cupy.cuda.Device().synchronize()"],
+    env={**os.environ, **environment},
+    check=False,
+    timeout=40,
+)
+print("after a client:", mps.share_settings(), "| changed:", mps.settings_changed())
+mps.stop()
+PYTHON
