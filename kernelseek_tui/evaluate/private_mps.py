@@ -122,7 +122,7 @@ class PrivateMps:
             self._forget()
             raise MpsError(f"{self.control} -d failed ({started.returncode}): {text}")
         self._daemon_up = True
-        self.note_settings()  # a fresh daemon's: what every later answer must match
+        self._settings = self._shares()  # a fresh daemon's: what every later answer must match
         return self.environment()
 
     def share_settings(self) -> str | None:
@@ -140,12 +140,8 @@ class PrivateMps:
         shares = self._shares()
         return None if shares is None else _said(shares)
 
-    def note_settings(self) -> None:
-        """Keep the daemon's answer now (``share_settings``), the one later answers must match."""
-        self._settings = self._shares()
-
     def settings_changed(self) -> str | None:
-        """How the daemon's answer differs from the one kept by ``note_settings``: its default
+        """How the daemon's answer differs from the one it gave when it started: its default
         share, or any server's, not the default kept (a server started since with that share is
         no change); None where it does not, or where either answer could not be read. Shares
         are compared as numbers, so "100" and "100.0" are the same answer."""
