@@ -66,6 +66,21 @@ def phase_line(result: EvalResult) -> str:
     )
 
 
+def compile_line(result: EvalResult) -> str:
+    """The kernels CuPy compiled for the judge's own work (``ScenarioResult.compiles``), in
+    how many seconds, and the scenario that compiled longest: a first-use cost of the machine's
+    CuPy cache, inside the phases above."""
+    count = sum(s.compiles for s in result.scenarios)
+    seconds = sum(s.compile_s for s in result.scenarios)
+    if count == 0:
+        return "none"
+    worst = max(result.scenarios, key=lambda s: s.compile_s)
+    return (
+        f"{count} kernels in {seconds:.2f} s (most: {worst.name}, {worst.compiles} in "
+        f"{worst.compile_s:.2f} s: {', '.join(worst.compiled)})"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--task", type=Path, default=Path("kernels/flash_fwd"))
@@ -116,6 +131,7 @@ def main() -> int:
         if result.isolation != "in-process":
             print(f"  hand-over taken out (us): {result.handovers_us}; MPS: {result.mps}")
         print(f"  the scenarios by phase: {phase_line(result)}")
+        print(f"  compiled by CuPy for the judge: {compile_line(result)}")
 
     full_runs = 0 if args.skip_full else args.full_runs
     for run in range(full_runs):
@@ -134,6 +150,7 @@ def main() -> int:
         )
         print(f"  where the time went: {timeline_line(full)}")
         print(f"  the scenarios by phase: {phase_line(full)}")
+        print(f"  compiled by CuPy for the judge: {compile_line(full)}")
         print(f"reasons: {full.reasons[:3]}")
     if full_runs:
         print()

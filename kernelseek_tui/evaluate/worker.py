@@ -43,6 +43,7 @@ from kernelseek_tui.evaluate.baseline_cache import BaselineCache, timing_tag
 from kernelseek_tui.evaluate.buffers import GuardedTensor, allocate, fill_random, poison_output
 from kernelseek_tui.evaluate.check import check_output
 from kernelseek_tui.evaluate.comparators import PeerRunner, load_module
+from kernelseek_tui.evaluate.compile_watch import install as watch_compiles
 from kernelseek_tui.evaluate.dtypes import round_to, to_float32
 from kernelseek_tui.evaluate.gate import GATE_LIMIT_MS, GateLetGo, StreamGate
 from kernelseek_tui.evaluate.handover_cost import (
@@ -171,7 +172,10 @@ def prepare_standby(task_dir: str | None, *, peers: bool, isolation: str | None 
     and run each once on small inputs (its optional ``warm_up``). ``isolation``: the one the
     request will ask for (None: the task's); "process" starts the kernels' processes too."""
     import cupy as cp
+    import cupy.cuda.compiler
 
+    # Before anything compiles: each scenario's result says what its judging compiled.
+    watch_compiles(cupy.cuda.compiler)
     if cp.cuda.runtime.getDeviceCount() < 1:
         raise FatalError("no CUDA GPU visible", "error")
     cp.cuda.Device(0).use()
@@ -252,6 +256,8 @@ class Evaluation:
         standby = take_standby() or prepare_standby(None, peers=False)
         cp = standby.cp
         self.cp = cp
+        # Installed by prepare_standby; a stand-in CuPy without a compiler compiles nothing.
+        self.compiles = watch_compiles(getattr(getattr(cp, "cuda", None), "compiler", None))
         self.emit = emit
         self.request = request
         self.task: Task = load_task(request["task_dir"])
@@ -1475,7 +1481,11 @@ def _evaluate_scenarios(
         )
         began = time.perf_counter()
         ev.begin_phases("start")
+        compiles = ev.compiles.mark()
         result = run_scenario(ev, scenario, index)
+        compiled = ev.compiles.since(compiles)
+        result.compiles, result.compile_s = compiled.count, compiled.seconds
+        result.compiled = compiled.names
         baseline_ms = None
         if result.passed and result.ms is not None:
             baseline_ms = (
