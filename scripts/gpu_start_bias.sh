@@ -6,6 +6,8 @@
 #
 #   OUT=$OUT scripts/gpu_start_bias.sh            # ~2 min on a warm H100
 #   SETS=quick OUT=$OUT scripts/gpu_start_bias.sh # the quick set only
+#   SETS=bench TAG=alone EVAL_ARGS=--no-compare OUT=$OUT scripts/gpu_start_bias.sh
+#       # more arguments for `eval` (here: no peers timed in turn), results named with TAG
 #
 # Writes $OUT/start-bias-{quick,bench}.json (kernelseek eval --json) and prints per set the
 # geomean speedup, how many scenarios are within 3%, the worst, and every scenario's speedup.
@@ -22,18 +24,19 @@ grep -q '^source = "sm90.cu"' "$WORK/task/task.toml" || { echo "task copy failed
 for set_name in ${SETS:-quick bench}; do
     began=$(date +%s)
     timeout 240 "$PY" -m kernelseek_tui eval "$WORK/task" --source "$WORK/task/sm90_same.cu" \
-        --set "$set_name" --json > "$OUT/start-bias-$set_name.json" 2> "$OUT/start-bias-$set_name.err"
-    echo "$set_name: exit $? after $(( $(date +%s) - began )) s"
+        --set "$set_name" ${EVAL_ARGS:-} --json > "$OUT/start-bias-$set_name${TAG:+-$TAG}.json" \
+        2> "$OUT/start-bias-$set_name${TAG:+-$TAG}.err"
+    echo "$set_name${TAG:+ ($TAG: ${EVAL_ARGS:-})}: exit $? after $(( $(date +%s) - began )) s"
     # an empty error file says nothing: not kept
-    [ -s "$OUT/start-bias-$set_name.err" ] || rm -f "$OUT/start-bias-$set_name.err"
+    [ -s "$OUT/start-bias-$set_name${TAG:+-$TAG}.err" ] || rm -f "$OUT/start-bias-$set_name${TAG:+-$TAG}.err"
 done
-"$PY" - "$OUT" ${SETS:-quick bench} <<'PYTHON'
+"$PY" - "$OUT" "${TAG:-}" ${SETS:-quick bench} <<'PYTHON'
 import json, math, sys
 from pathlib import Path
-out = Path(sys.argv[1])
-for set_name in sys.argv[2:]:
+out, tag = Path(sys.argv[1]), sys.argv[2]
+for set_name in sys.argv[3:]:
     try:
-        result = json.loads((out / f"start-bias-{set_name}.json").read_text())
+        result = json.loads((out / f"start-bias-{set_name}{'-' + tag if tag else ''}.json").read_text())
     except (OSError, ValueError) as error:
         print(f"{set_name}: no result ({error})")
         continue
@@ -50,4 +53,8 @@ for set_name in sys.argv[2:]:
         f"{worst['name']} {worst['speedup']:.3f}; hand-overs {result.get('handovers_us')}"
     )
     print("   " + " ".join(f"{s['speedup']:.3f}" for s in timed))
+    summary = result["summary"]
+    if summary.get("paired_speedup"):
+        print(f"   paired (timed in turn, same run): {summary['paired_speedup']:.3f} "
+              f"+- {summary.get('paired_spread') or 0:.3f}")
 PYTHON
