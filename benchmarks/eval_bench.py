@@ -67,18 +67,15 @@ def phase_line(result: EvalResult) -> str:
 
 
 def compile_line(result: EvalResult) -> str:
-    """The kernels CuPy compiled for the judge's own work (``ScenarioResult.compiles``), in
-    how many seconds, and the scenario that compiled longest: a first-use cost of the machine's
-    CuPy cache, inside the phases above."""
+    """The kernels CuPy compiled for the judge's own work (``ScenarioResult.compiles``) and the
+    scenario that compiled most: a first-use cost of the machine's CuPy cache, inside the
+    phases above."""
     count = sum(s.compiles for s in result.scenarios)
-    seconds = sum(s.compile_s for s in result.scenarios)
     if count == 0:
         return "none"
-    worst = max(result.scenarios, key=lambda s: s.compile_s)
-    return (
-        f"{count} kernels in {seconds:.2f} s (most: {worst.name}, {worst.compiles} in "
-        f"{worst.compile_s:.2f} s: {', '.join(worst.compiled)})"
-    )
+    worst = max(result.scenarios, key=lambda s: s.compiles)
+    whole = worst.wall_s or 0.0
+    return f"{count} kernels (most: {worst.name}, {worst.compiles}, {whole:.2f} s whole)"
 
 
 def main() -> int:

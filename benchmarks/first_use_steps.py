@@ -4,10 +4,10 @@ scripts/gpu_first_use.sh, which runs this with empty caches).
 
     python3 benchmarks/first_use_steps.py [--no-cub] ["b sq sk heads kv_heads headdim causal" ...]
 
-Prints, per step, the seconds of its first use and of its repeat, the kernels CuPy compiled
-in it (evaluate/compile_watch.py), and the files the driver's JIT cache (CUDA_CACHE_PATH) and
-CuPy's cache (CUPY_CACHE_DIR) gained: a step slow on first use with no compile and new JIT
-files is the driver compiling PTX shipped in a library. Needs a GPU.
+Prints, per step, the seconds of its first use and of its repeat, and the files CuPy's cache
+(CUPY_CACHE_DIR: one per kernel CuPy compiled) and the driver's JIT cache (CUDA_CACHE_PATH)
+gained. CuPy's accelerators (CUB) stay as installed unless --no-cub: the judge's worker turns
+them off (evaluate/compile_watch.py). Needs a GPU.
 """
 
 from __future__ import annotations
@@ -34,13 +34,10 @@ def main() -> int:
     args = parser.parse_args()
 
     import cupy as cp
-    import cupy.cuda.compiler
     from cupy._core import _accelerator
 
-    from kernelseek_tui.evaluate.compile_watch import install
     from kernelseek_tui.task import load_task
 
-    watch = install(cupy.cuda.compiler)
     if args.no_cub:
         for setter in ("elementwise", "reduction", "routine"):
             getattr(_accelerator, f"set_{setter}_accelerators")([])
@@ -60,19 +57,16 @@ def main() -> int:
     cp.cuda.Device().synchronize()
 
     def timed(label: str, step: Any) -> Any:
-        jit, cupy_files, mark = (
+        jit, cupy_files = (
             _files("CUDA_CACHE_PATH", "~/.nv/ComputeCache"),
             _files("CUPY_CACHE_DIR", "~/.cupy/kernel_cache"),
-            watch.mark(),
         )
         began = time.perf_counter()
         value = step()
         cp.cuda.Device().synchronize()
         seconds = time.perf_counter() - began
-        compiled = watch.since(mark)
         print(
-            f"  {label:<28} {seconds:8.3f} s  compiled {compiled.count} "
-            f"({compiled.seconds:.2f} s) {compiled.names}  JIT cache +"
+            f"  {label:<28} {seconds:8.3f} s  JIT cache +"
             f"{_files('CUDA_CACHE_PATH', '~/.nv/ComputeCache') - jit}  CuPy cache +"
             f"{_files('CUPY_CACHE_DIR', '~/.cupy/kernel_cache') - cupy_files}"
         )

@@ -57,7 +57,7 @@ for mode in as-is no-cub; do
 import json, sys
 for s in json.load(open(sys.argv[1]))['scenarios']:
     print(' ', s['name'], s.get('passed'), 'wall', s.get('wall_s'), s.get('phase_s'))
-    print('    compiled', s.get('compiles'), 'in', s.get('compile_s'), 's:', s.get('compiled'))
+    print('    compiled', s.get('compiles'))
 " "$OUT/first-$mode.json" || tail -5 "$OUT/first-$mode.err"
 done
 date -u

@@ -64,7 +64,7 @@ for part in $parts; do
 import json, sys
 for s in json.load(open(sys.argv[1]))['scenarios']:
     print(s['name'], s.get('status') or s.get('passed'), s.get('phase_s'),
-          'compiled', s.get('compiles'), 'in', s.get('compile_s'), 's:', s.get('compiled'))
+          'compiled', s.get('compiles'))
 " "$OUT/slow.json"
         ;;
     *) echo "unknown part $part" >&2; exit 2 ;;

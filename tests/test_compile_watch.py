@@ -1,77 +1,71 @@
-"""The count of CuPy's compiles for the judge's own work (evaluate/compile_watch.py), on a
-stand-in compiler module: CuPy itself is not needed."""
+"""The judge's own CuPy kernels (evaluate/compile_watch.py): CuPy's accelerators turned off
+unless the user chose them, and the kernels a scenario compiled counted as the files CuPy's
+cache gained. On stand-ins: CuPy itself is not needed."""
 
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import pytest
 
 from kernelseek_tui.evaluate import compile_watch
 
 
-@pytest.fixture
-def compiler(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
-    """A stand-in for ``cupy.cuda.compiler`` whose compiles return the source's length, and a
-    process with no watch installed yet."""
-    monkeypatch.setattr(compile_watch, "_installed", None)
+def _stand_in_cupy(cache: Path | None) -> tuple[types.SimpleNamespace, dict[str, list[int]]]:
+    """A CuPy with the accelerator setters (recording what they were given) and a compiler
+    that names ``cache`` as its cache folder."""
+    given: dict[str, list[int]] = {}
+    accelerator = types.SimpleNamespace(
+        **{
+            f"set_{kind}_accelerators": (lambda names, kind=kind: given.__setitem__(kind, names))
+            for kind in ("elementwise", "reduction", "routine")
+        }
+    )
+    compiler = types.SimpleNamespace(get_cache_dir=lambda: str(cache))
+    cp = types.SimpleNamespace(
+        _core=types.SimpleNamespace(_accelerator=accelerator),
+        cuda=types.SimpleNamespace(compiler=compiler),
+    )
+    return cp, given
 
-    def compile_using_nvrtc(source: str, options: tuple[str, ...] = (), *args: object) -> int:
-        return len(source) + len(options)
 
-    return types.SimpleNamespace(compile_using_nvrtc=compile_using_nvrtc)
+def test_the_accelerators_are_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(compile_watch.ACCELERATORS_VARIABLE, raising=False)
+    cp, given = _stand_in_cupy(None)
+    assert compile_watch.accelerators_off(cp)
+    assert given == {"elementwise": [], "reduction": [], "routine": []}
 
 
-def test_each_compile_is_counted_named_and_passed_through(
-    compiler: types.SimpleNamespace,
-) -> None:
-    watch = compile_watch.install(compiler)
-    mark = watch.mark()
-    plain = 'extern "C" __global__ void cupy_add(float* x) {}'
-    cub = "#include <cub/block/block_reduce.cuh>\n__global__ void cupy_cub_max(float* x) {}"
-    assert compiler.compile_using_nvrtc(plain, ("-a",)) == len(plain) + 1
-    assert compiler.compile_using_nvrtc(cub) == len(cub)
-    compiled = watch.since(mark)
-    assert compiled.count == 2
-    assert compiled.names == ["cupy_add", "cupy_cub_max (cub)"]
-    assert compiled.seconds >= 0
-    # A later reading counts only what came after it.
+def test_the_users_choice_of_accelerators_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(compile_watch.ACCELERATORS_VARIABLE, "cub")
+    cp, given = _stand_in_cupy(None)
+    assert not compile_watch.accelerators_off(cp)
+    assert given == {}
+
+
+def test_a_cupy_without_accelerators_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(compile_watch.ACCELERATORS_VARIABLE, raising=False)
+    assert not compile_watch.accelerators_off(types.SimpleNamespace())
+
+
+def test_the_files_a_cache_gained_are_counted(tmp_path: Path) -> None:
+    cp, _ = _stand_in_cupy(tmp_path / "kernel_cache")
+    watch = compile_watch.CompileWatch(compile_watch.cache_folder(cp))
+    before = watch.mark()  # the folder is not made yet: CuPy makes it at its first compile
+    assert before == 0
+    (tmp_path / "kernel_cache").mkdir()
+    for name in ("a_2.cubin", "b_2.cubin", "c_2.cubin"):
+        (tmp_path / "kernel_cache" / name).write_bytes(b"x")
+    (tmp_path / "kernel_cache" / "a folder").mkdir()  # not a kernel
+    assert watch.since(before) == 3
     later = watch.mark()
-    assert watch.since(later).count == 0
+    assert watch.since(later) == 0
+    (tmp_path / "kernel_cache" / "c_2.cubin").unlink()  # a cache cleared meanwhile
+    assert watch.since(later) == 0
 
 
-def test_a_failing_compile_is_counted_and_its_error_kept(
-    compiler: types.SimpleNamespace,
-) -> None:
-    def failing(source: str, *args: object) -> None:
-        raise RuntimeError("nvrtc: error")
-
-    compiler.compile_using_nvrtc = failing
-    watch = compile_watch.install(compiler)
-    with pytest.raises(RuntimeError, match="nvrtc"):
-        compiler.compile_using_nvrtc("__global__ void k() {}")
-    assert watch.since((0, 0.0)).names == ["k"]
-
-
-def test_installed_once_per_process(compiler: types.SimpleNamespace) -> None:
-    first = compile_watch.install(compiler)
-    wrapped = compiler.compile_using_nvrtc
-    assert compile_watch.install(compiler) is first
-    assert compiler.compile_using_nvrtc is wrapped  # not wrapped twice: each compile counts once
-    compiler.compile_using_nvrtc("__global__ void k() {}")
-    assert first.since((0, 0.0)).count == 1
-
-
-def test_only_the_first_names_are_kept(compiler: types.SimpleNamespace) -> None:
-    watch = compile_watch.install(compiler)
-    for i in range(compile_watch.NAMES_KEPT + 3):
-        compiler.compile_using_nvrtc(f"__global__ void k{i}() {{}}")
-    compiled = watch.since((0, 0.0))
-    assert compiled.count == compile_watch.NAMES_KEPT + 3
-    assert len(compiled.names) == compile_watch.NAMES_KEPT
-
-
-def test_without_a_compiler_nothing_is_counted_or_kept() -> None:
-    watch = compile_watch.install(None)
-    assert watch.since(watch.mark()).count == 0
-    assert compile_watch._installed is None or compile_watch._installed is not watch
+def test_without_a_cache_folder_nothing_is_counted() -> None:
+    watch = compile_watch.CompileWatch(compile_watch.cache_folder(types.SimpleNamespace()))
+    assert watch.folder is None
+    assert watch.since(watch.mark()) == 0

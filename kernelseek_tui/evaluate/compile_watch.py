@@ -1,104 +1,76 @@
-"""How long the judge spends compiling its own CuPy kernels, scenario by scenario.
+"""The judge's own CuPy kernels: built without CUB, and counted as they are compiled.
 
-CuPy compiles each elementwise or reduction kernel the first time a process meets its form (the
-dtypes, the number of dimensions left after merging contiguous ones, and for reductions a block
-size chosen from the length reduced) and keeps the binary in its on-disk cache; a process
-started later on the same machine reads it from there. On a machine whose cache is empty, a
-held-out scenario of a shape the fixed sets never had can spend seconds in the judge's own
-checks (3.7-8.9 s, five times on fresh H100s, 2026-12-07; each shape's repeat in the same
-evaluation took milliseconds). Reductions through CUB are the suspects: CuPy builds them with
-NVRTC and CUB's headers, one build per block size.
+CuPy compiles each elementwise or reduction kernel the first time a machine meets its form and
+keeps the binary in its on-disk cache, one file per kernel. With its accelerators on (CuPy's
+default, ``CUPY_ACCELERATORS=cub``), reductions are built with CUB's headers, one build per
+block size, and the block size follows the length reduced: a held-out scenario of a new size
+then waits seconds for the judge's own checks. Measured on an H100 with empty caches
+(2026-12-07, 19:06; CuPy 14.2.0, `benchmarks/first_use_steps.py`): `array_equal` on the inputs
+of a 41x27 scenario 4.96 s (3 kernels) and again 5.24 s on the next shape's tiny `k` (2
+kernels), the check of `out` 15.8 s; without the accelerators 0.24 s, 0.003 s (nothing new)
+and 2.8 s. An evaluation with both caches empty failed an honest kernel as hung (10 s without
+progress in its first scenario's check); without them it passed in 13.3 s. The fp32
+reference's time on the bench set's largest shapes did not change (125.6 against 125.9 ms at
+16k causal d128, 38.0 and 7.8 ms on two others), so the judge turns them off
+(``accelerators_off``), unless ``CUPY_ACCELERATORS`` is set, which is the user's choice.
 
-``install`` wraps the two functions CuPy calls only when a kernel is not in its cache
-(``compile_using_nvrtc``, ``compile_using_nvcc``), so a scenario's result can say how many
-kernels its judging compiled, in how many seconds, and which. Nothing else changes: the wrapper
-calls the original with the same arguments and returns what it returns.
+``CompileWatch`` counts the files CuPy's cache gained between two readings: what a scenario's
+judging compiled (a first-use cost of the machine, never the candidate's). Counting the files
+holds whatever path CuPy takes to its compiler (a wrapper of CuPy's compile functions, tried
+first, saw none of CuPy 14's compiles). Another process writing the same cache at the same
+time (a spare worker starting) adds to the count.
 """
 
 from __future__ import annotations
 
-import re
-import threading
-import time
-from dataclasses import dataclass, field
+import os
+from pathlib import Path
 from typing import Any
 
-# The names of the first kernels compiled in a scenario, kept in its result (the rest counted).
-NAMES_KEPT = 8
-
-_KERNEL_NAME = re.compile(r"__global__\s+void\s+(\w+)")
+ACCELERATORS_VARIABLE = "CUPY_ACCELERATORS"
 
 
-@dataclass(slots=True)
-class Compiled:
-    """What was compiled between two readings of the watch."""
+def accelerators_off(cp: Any) -> bool:
+    """Turn CuPy's accelerators (CUB, cuTENSOR) off in this process, unless the user set
+    ``CUPY_ACCELERATORS``; whether they were turned off."""
+    if ACCELERATORS_VARIABLE in os.environ:
+        return False
+    accelerator = getattr(getattr(cp, "_core", None), "_accelerator", None)
+    if accelerator is None:
+        return False
+    for kind in ("elementwise", "reduction", "routine"):
+        setter = getattr(accelerator, f"set_{kind}_accelerators", None)
+        if setter is not None:
+            setter([])
+    return True
 
-    count: int = 0
-    seconds: float = 0.0
-    names: list[str] = field(default_factory=list)  # the first NAMES_KEPT, "name (cub)" for CUB
+
+def cache_folder(cp: Any) -> Path | None:
+    """Where CuPy keeps its compiled kernels (None where it cannot say)."""
+    compiler = getattr(getattr(cp, "cuda", None), "compiler", None)
+    get = getattr(compiler, "get_cache_dir", None)
+    try:
+        return Path(get()) if get is not None else None
+    except Exception:  # a stand-in or a CuPy that words it otherwise: no count
+        return None
 
 
 class CompileWatch:
-    """Counts every kernel CuPy compiles in this process from ``install`` on."""
+    """The files in one folder (CuPy's kernel cache), counted at each reading."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._count = 0
-        self._seconds = 0.0
-        self._names: list[str] = []
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
 
-    def note(self, source: Any, seconds: float) -> None:
-        text = source.decode(errors="replace") if isinstance(source, bytes) else str(source)
-        match = _KERNEL_NAME.search(text)
-        name = match.group(1) if match else "?"
-        if "cub/" in text:  # CUB's headers: the slow builds
-            name += " (cub)"
-        with self._lock:
-            self._count += 1
-            self._seconds += seconds
-            self._names.append(name)
-
-    def mark(self) -> tuple[int, float]:
-        """A reading to pass to ``since``."""
-        with self._lock:
-            return self._count, self._seconds
-
-    def since(self, mark: tuple[int, float]) -> Compiled:
-        count, seconds = mark
-        with self._lock:
-            names = self._names[count : count + NAMES_KEPT]
-            return Compiled(self._count - count, round(self._seconds - seconds, 3), names)
-
-
-_installed: CompileWatch | None = None
-
-
-def install(compiler: Any | None) -> CompileWatch:
-    """Wrap ``compiler``'s (``cupy.cuda.compiler``) compile functions, once per process; the
-    watch they report to. CuPy looks these up as module globals at each cache miss, so the
-    wrappers see every compile from now on. None (no CuPy compiler): a watch that counts
-    nothing, not kept."""
-    global _installed
-    if _installed is not None:
-        return _installed
-    if compiler is None:
-        return CompileWatch()
-    watch = CompileWatch()
-    for name in ("compile_using_nvrtc", "compile_using_nvcc"):
-        original = getattr(compiler, name, None)
-        if original is not None:
-            setattr(compiler, name, _timed(original, watch))
-    _installed = watch
-    return watch
-
-
-def _timed(original: Any, watch: CompileWatch) -> Any:
-    def compile_and_note(source: Any, *args: Any, **kwargs: Any) -> Any:
-        began = time.perf_counter()
+    def mark(self) -> int:
+        """A reading to pass to ``since``: the folder's file count now (0 without one)."""
+        if self.folder is None:
+            return 0
         try:
-            return original(source, *args, **kwargs)
-        finally:
-            watch.note(source, time.perf_counter() - began)
+            with os.scandir(self.folder) as entries:
+                return sum(1 for entry in entries if entry.is_file())
+        except OSError:  # not made yet: CuPy makes it at its first compile
+            return 0
 
-    compile_and_note.__wrapped__ = original  # type: ignore[attr-defined]
-    return compile_and_note
+    def since(self, mark: int) -> int:
+        """How many files the folder gained since ``mark`` (never negative)."""
+        return max(0, self.mark() - mark)

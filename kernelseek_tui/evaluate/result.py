@@ -79,12 +79,9 @@ class ScenarioResult:
     # honest kernel, above it for one that keeps work across calls. None: not compared.
     every_input_ratio: float | None = None
     # The kernels CuPy compiled for the judge's own work on this scenario (its checks, the
-    # reference, the inputs), in how many seconds, and the first few by name ("(cub)": built
-    # with CUB's headers): a first-use cost on a machine whose CuPy cache lacked them
-    # (evaluate/compile_watch.py), not the candidate's.
+    # reference, the inputs), counted as files its kernel cache gained: a first-use cost on a
+    # machine whose cache lacked them (evaluate/compile_watch.py), not the candidate's.
     compiles: int = 0
-    compile_s: float = 0.0
-    compiled: list[str] = field(default_factory=list)
 
     def ratio_to(self, peer: str) -> float | None:
         """How much faster than the peer (>1 is faster), or None without both numbers."""
