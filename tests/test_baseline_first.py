@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kernelseek_tui.evaluate import worker
+from kernelseek_tui.evaluate.compile_watch import CompileWatch
 from kernelseek_tui.evaluate.result import ScenarioResult
 
 SCENARIOS = [
@@ -47,6 +48,7 @@ def run(monkeypatch: pytest.MonkeyPatch, **request: Any) -> tuple[list[str], lis
         release_shared=lambda: None,
         begin_phases=lambda phase: None,
         phases_so_far=lambda: {},
+        compiles=CompileWatch(None),
     )
     worker._evaluate_scenarios(ev, {"scenarios": SCENARIOS, **request}, emitted.append)  # type: ignore[arg-type]
     return order, emitted

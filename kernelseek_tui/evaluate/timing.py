@@ -63,8 +63,10 @@ class TimingStats:
     calls_per_sample: int = 1
     wall_ms_per_call: float | None = None
     event_ms_per_call: float | None = None
-    # The cross-check's wall clock ran well past its events (``_cross_check``).
+    # The cross-check's wall clock ran well past its events (``_cross_check``), on every one
+    # of its attempts; how many attempts it took (more than one: the first ran past them).
     hidden_by_cross_check: bool = False
+    cross_check_attempts: int = 0
     # The longest tail of a measured run charged to these samples (``_run_tail_ms``; None: none
     # was), and the limit it is held to.
     max_tail_ms: float | None = None
@@ -585,6 +587,51 @@ def _cross_check(
     stats: TimingStats,
     settle: Callable[[], float | None] | None = None,
 ) -> None:
+    """Time ``calls`` back-to-back calls by the wall clock, device-synchronised, against their
+    events; flag the run where the wall clock runs well past them on every attempt.
+
+    A batch lasts a few milliseconds, so one stall of the host (a page fault storm, a process
+    scheduled out) past a millisecond or so flags an honest kernel: sm90.cu on an H100 (2026-12-07
+    19:09, bench s4096 d128, in a run without peers) read 3.643 ms wall per call against 0.805
+    on the stream, and the same shape passed in the run beside it. A kernel doing work the
+    events cannot see does it on every attempt, so a flagged batch is timed again, up to
+    _CROSS_CHECK_ATTEMPTS in all; a run is flagged only when every attempt ran past its events,
+    with the figures of the one that ran least past them."""
+    attempts: list[tuple[float, float]] = []
+    for _ in range(_CROSS_CHECK_ATTEMPTS):
+        attempts.append(_cross_check_once(cp, stream, call, n_sets, calls, start, end, settle))
+        if not _ran_past(*attempts[-1]):
+            break
+    # The last attempt if it passed; else the one whose wall clock ran least past its events.
+    wall_ms, event_ms = attempts[-1]
+    if _ran_past(wall_ms, event_ms):
+        wall_ms, event_ms = min(attempts, key=lambda a: a[0] - 1.5 * a[1])
+    stats.wall_ms_per_call = wall_ms / calls
+    stats.event_ms_per_call = event_ms / calls
+    stats.cross_check_attempts = len(attempts)
+    stats.hidden_by_cross_check = _ran_past(wall_ms, event_ms)
+
+
+# How many times a cross-check that ran past its events is timed before its run is flagged.
+_CROSS_CHECK_ATTEMPTS = 3
+
+
+def _ran_past(wall_ms: float, event_ms: float) -> bool:
+    """The wall clock well past the events: half as long again, plus a millisecond."""
+    return wall_ms > 1.5 * event_ms + 1.0
+
+
+def _cross_check_once(
+    cp: Any,
+    stream: Any,
+    call: Callable[[int], None],
+    n_sets: int,
+    calls: int,
+    start: Any,
+    end: Any,
+    settle: Callable[[], float | None] | None,
+) -> tuple[float, float]:
+    """One device-synchronised batch: its wall-clock and event milliseconds."""
     # cudaDeviceSynchronize waits for every stream; the events see only the one handed over.
     cp.cuda.runtime.deviceSynchronize()
     if settle is not None:
@@ -598,7 +645,4 @@ def _cross_check(
     if settle is not None:
         settle()
     wall_ms = (time.perf_counter() - began) * 1000.0
-    event_ms = cp.cuda.get_elapsed_time(start, end)
-    stats.wall_ms_per_call = wall_ms / calls
-    stats.event_ms_per_call = event_ms / calls
-    stats.hidden_by_cross_check = wall_ms > 1.5 * event_ms + 1.0
+    return wall_ms, cp.cuda.get_elapsed_time(start, end)
