@@ -57,6 +57,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "spread, measured in the same run (GPU-tested: docs/RELIABILITY.md)",
     )
     parser.add_argument(
+        "--start-in-turn",
+        action="store_true",
+        help="time the starting kernel sample by sample beside the candidate, in this run, for "
+        "the speedups over it (instead of alone, before the candidate, and cached); "
+        "KERNELSEEK_BASELINE=in-turn does the same (not yet run on a GPU: docs/RELIABILITY.md)",
+    )
+    parser.add_argument(
         "--isolation",
         choices=["in-process", "process"],
         help="where the kernels run while judged: each in a process of its own that holds "
@@ -162,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
             progress=bar,
             pair_with=pair_with,
             isolation=args.isolation,
+            start_in_turn=True if args.start_in_turn else None,
         )
     except KernelseekError:
         if args.bisect_exit:

@@ -319,9 +319,10 @@ class Evaluation:
             if request.get("baseline")
             else None
         )
-        # The best so far, timed interleaved with the candidate (api.evaluate's pair_with).
+        # The best so far, or the starting kernel timed in turn (api.evaluate's pair_with,
+        # start_in_turn), interleaved with the candidate.
         self.paired = (
-            self._load(request["paired"], "the best kernel", "error")
+            self._load(request["paired"], request.get("paired_as") or "the best kernel", "error")
             if request.get("paired")
             else None
         )
