@@ -5,14 +5,18 @@
 #
 #   OUT=$OUT scripts/gpu_first_use.sh 2>&1 | tee $OUT/log
 #
-# On an H100 at 18:39 the first of each slow pair took 3.4 s ("check") and 6.3 s ("judge") with
-# no kernel compiled by CuPy in the scenario (evaluate/compile_watch.py), while CuPy's cache
-# gained 7 files in the evaluation: the suspect now is the driver compiling PTX of CuPy's
-# precompiled CUB kernels (its device-wide reductions, a kernel of their own for small inputs)
-# on first use. Steps 1-2 below tell; predicted: the seconds in "inputs equal" and "check"
-# steps on small tensors, new files in the JIT cache, none of it with the accelerators off.
+# What it showed (H100, 19:06; docs/BENCHMARKS.md, "First use with empty caches"): CuPy's CUB
+# builds, one per reduced length's block size, seconds each; with both caches empty the judge
+# failed an honest kernel as hung. Since `086aee4` the worker turns CuPy's accelerators off
+# (unless CUPY_ACCELERATORS is set). The script's parts, to run again against that judge:
+# 1. Each step of the judge's own work on the three slow shapes, first use and repeat, with
+#    empty caches, CUB on (CuPy's default outside the worker) and off.
+# 2. The slow draws through `eval` with empty caches: "default" (the worker's choice, CUB off),
+#    then "cub" (CUPY_ACCELERATORS=cub: the user's choice, kept). Predicted: default passes,
+#    its first scenario under 6 s, each scenario's `compiles` counted; cub as at 19:06.
 # 3. The reference alone on three large shapes, with and without CUB (warm caches): what CUB
 #    is worth to the judge's own time.
+# 4. sm90.cu against itself on the bench set without peers, and paired.
 # Prints what it measured; decides nothing.
 set -uo pipefail
 : "${OUT:?OUT names the folder for the results}"
@@ -44,9 +48,9 @@ echo "CuPy's CUB library: $library"
 }
 # 2. The slow draws through `eval`, each mode with empty caches.
 source_file=kernels/flash_fwd/sm90.cu
-for mode in as-is no-cub; do
+for mode in default cub; do
     settings=(CUPY_CACHE_DIR="$(mktemp -d)" CUDA_CACHE_PATH="$(mktemp -d)")
-    [ "$mode" = no-cub ] && settings+=(CUPY_ACCELERATORS=)
+    [ "$mode" = cub ] && settings+=(CUPY_ACCELERATORS=cub)
     began=$(date +%s.%N)
     env "${settings[@]}" timeout 150 python3 -m kernelseek_tui eval \
         kernels/flash_fwd --source "$source_file" --scenarios benchmarks/slow_heldout.toml \
@@ -105,16 +109,13 @@ for b, sq, sk, h, hk, d, causal in shapes:
     print(f"reference b{b} {sq}x{sk} h{h}kv{hk} d{d} c{causal}: " + ", ".join(line))
 PYTHON
 date -u
-# 4. sm90.cu against itself on the bench set, told apart (H100 18:34: 1.025 with the starting
-#    kernel timed with the candidate's work between samples, so that work is not the cause;
-#    fa_bench with 2 s idle before each shape moved nothing, so the seconds before a run are
-#    not either). What is left: the candidate is timed in turn with FA3 and cuDNN, the
-#    starting kernel alone, back to back. Predicted: without the peers (--no-compare) 1.00 +-
-#    0.01 if the turn is the cause; the paired figure (the starting kernel in turn with the
-#    candidate) 1.00 +- 0.01 either way.
+# 4. sm90.cu against itself on the bench set: without peers, paired, and with the starting
+#    kernel timed in turn (`--start-in-turn`). At 19:08-19:10 (H100): 1.026 without peers,
+#    1.023 unpaired and 1.001 paired. Predicted for --start-in-turn: 1.00 +- 0.01.
 if [ -z "${SKIP_BIAS:-}" ]; then
     SETS=bench TAG=alone EVAL_ARGS=--no-compare timeout 150 scripts/gpu_start_bias.sh
     SETS=bench TAG=paired EVAL_ARGS="--pair-with $PWD/kernels/flash_fwd/sm90.cu" \
         timeout 200 scripts/gpu_start_bias.sh
+    SETS=bench TAG=start-in-turn EVAL_ARGS=--start-in-turn timeout 200 scripts/gpu_start_bias.sh
 fi
 date -u
