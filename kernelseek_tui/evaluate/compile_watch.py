@@ -9,7 +9,7 @@ then waits seconds for the judge's own checks. Measured on an H100 with empty ca
 of a 41x27 scenario 4.96 s (3 kernels) and again 5.24 s on the next shape's tiny `k` (2
 kernels), the check of `out` 15.8 s; without the accelerators 0.24 s, 0.003 s (nothing new)
 and 2.8 s. An evaluation with both caches empty failed an honest kernel as hung (10 s without
-progress in its first scenario's check); without them it passed in 13.3 s. The fp32
+progress in its first scenario's check); without them it passed in 12.0 s. The fp32
 reference's time on the bench set's largest shapes did not change (125.6 against 125.9 ms at
 16k causal d128, 38.0 and 7.8 ms on two others), so the judge turns them off
 (``accelerators_off``), unless ``CUPY_ACCELERATORS`` is set, which is the user's choice.
