@@ -597,9 +597,26 @@ def _cross_check(
     events cannot see does it on every attempt, so a flagged batch is timed again, up to
     _CROSS_CHECK_ATTEMPTS in all; a run is flagged only when every attempt ran past its events,
     with the figures of the one that ran least past them."""
+
+    def once() -> tuple[float, float]:
+        """One device-synchronised batch: its wall-clock and event milliseconds."""
+        # cudaDeviceSynchronize waits for every stream; the events see only the one handed over.
+        cp.cuda.runtime.deviceSynchronize()
+        if settle is not None:
+            settle()
+        began = time.perf_counter()
+        start.record(stream)
+        for i in range(calls):
+            call(i % n_sets)
+        end.record(stream)
+        cp.cuda.runtime.deviceSynchronize()
+        if settle is not None:
+            settle()
+        return (time.perf_counter() - began) * 1000.0, cp.cuda.get_elapsed_time(start, end)
+
     attempts: list[tuple[float, float]] = []
     for _ in range(_CROSS_CHECK_ATTEMPTS):
-        attempts.append(_cross_check_once(cp, stream, call, n_sets, calls, start, end, settle))
+        attempts.append(once())
         if not _ran_past(*attempts[-1]):
             break
     # The last attempt if it passed; else the one whose wall clock ran least past its events.
@@ -619,30 +636,3 @@ _CROSS_CHECK_ATTEMPTS = 3
 def _ran_past(wall_ms: float, event_ms: float) -> bool:
     """The wall clock well past the events: half as long again, plus a millisecond."""
     return wall_ms > 1.5 * event_ms + 1.0
-
-
-def _cross_check_once(
-    cp: Any,
-    stream: Any,
-    call: Callable[[int], None],
-    n_sets: int,
-    calls: int,
-    start: Any,
-    end: Any,
-    settle: Callable[[], float | None] | None,
-) -> tuple[float, float]:
-    """One device-synchronised batch: its wall-clock and event milliseconds."""
-    # cudaDeviceSynchronize waits for every stream; the events see only the one handed over.
-    cp.cuda.runtime.deviceSynchronize()
-    if settle is not None:
-        settle()
-    began = time.perf_counter()
-    start.record(stream)
-    for i in range(calls):
-        call(i % n_sets)
-    end.record(stream)
-    cp.cuda.runtime.deviceSynchronize()
-    if settle is not None:
-        settle()
-    wall_ms = (time.perf_counter() - began) * 1000.0
-    return wall_ms, cp.cuda.get_elapsed_time(start, end)
