@@ -12,7 +12,6 @@ import pytest
 
 from kernelseek_tui.evaluate import api
 from tests.test_evaluate_cpu import (
-    PREAMBLE,
     TASK_DIR,
     _scripted_worker,
     _source,
@@ -20,27 +19,7 @@ from tests.test_evaluate_cpu import (
     private_cache,  # noqa: F401 (an autouse fixture: the build cache stays in tmp)
     task,  # noqa: F401 (the fixture)
 )
-
-# Logs what its request asked for; every scenario passes at 2.0 ms, a baseline time of 4.0 ms
-# where the request names a starting kernel to time first, and a paired time of 2.1 ms where it
-# names a kernel to pair.
-WORKER = (
-    PREAMBLE
-    + """
-with open(os.environ["KS_TEST_REQUEST_LOG"], "w") as log:
-    json.dump({k: req.get(k) for k in ("paired", "paired_as", "baseline")}, log)
-for i, s in enumerate(req["scenarios"]):
-    emit({"type": "progress", "index": i, "total": 1, "scenario": s["name"], "phase": "start"})
-    result = {"name": s["name"], "set": s["set"], "fields": s["fields"], "passed": True,
-              "reasons": [], "ms": 2.0}
-    if s["timed"] and req.get("paired"):
-        result["paired_ms"] = 2.1
-        result["paired_ratios"] = [1.04, 1.06] * 4
-    baseline_ms = 4.0 if s["timed"] and req.get("baseline") else None
-    emit({"type": "scenario", "result": result, "baseline_ms": baseline_ms})
-emit({"type": "done"})
-"""
-)
+from tests.test_paired_evaluation import WORKER  # logs its request; 2.0 ms, 2.1 paired, 4.0 first
 
 
 def _run(loaded, monkeypatch, tmp_path: Path, **kwargs):
