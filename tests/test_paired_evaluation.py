@@ -22,14 +22,16 @@ from tests.test_evaluate_cpu import (
 )
 
 # A stand-in worker (tests/test_start_in_turn.py uses it too): writes its request's "paired",
-# "paired_as" and "baseline" entries aside, then passes every scenario at 2.0 ms, with round
-# ratios best_ms / candidate_ms of 1.04 and 1.06 (a paired time of 2.1 ms) on timed ones when
-# paired, and a starting kernel's time of 4.0 ms on timed ones when the request names one.
+# "paired_as", "baseline", "baseline_key" and "start_in_turn" entries aside, then passes every
+# scenario at 2.0 ms, with round ratios best_ms / candidate_ms of 1.04 and 1.06 (a paired time
+# of 2.1 ms) on timed ones when paired, a starting kernel's time of 4.0 ms on timed ones when
+# the request names one, and of 2.2 ms timed in turn when it names one for that.
 WORKER = (
     PREAMBLE
     + """
 with open(os.environ["KS_TEST_REQUEST_LOG"], "w") as log:
-    json.dump({k: req.get(k) for k in ("paired", "paired_as", "baseline")}, log)
+    kept = ("paired", "paired_as", "baseline", "baseline_key", "start_in_turn")
+    json.dump({k: req.get(k) for k in kept}, log)
 for i, s in enumerate(req["scenarios"]):
     emit({"type": "progress", "index": i, "total": 1, "scenario": s["name"], "phase": "start"})
     result = {"name": s["name"], "set": s["set"], "fields": s["fields"], "passed": True,
@@ -37,6 +39,8 @@ for i, s in enumerate(req["scenarios"]):
     if s["timed"] and req.get("paired"):
         result["paired_ms"] = 2.1
         result["paired_ratios"] = [1.04, 1.06] * 4
+    if s["timed"] and req.get("start_in_turn"):
+        result["start_ms"] = 2.2
     baseline_ms = 4.0 if s["timed"] and req.get("baseline") else None
     emit({"type": "scenario", "result": result, "baseline_ms": baseline_ms})
 emit({"type": "done"})

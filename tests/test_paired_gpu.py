@@ -99,3 +99,33 @@ def test_a_kernel_skipping_one_measured_call_in_a_hundred_is_no_new_best_over_it
     assert summary.paired_speedup is not None and summary.paired_spread is not None
     print(f"skipper paired {summary.paired_speedup:.4f} +- {summary.paired_spread:.4f}")
     assert not is_new_best_paired(summary.paired_speedup, summary.paired_spread), summary
+
+
+def test_the_starting_kernel_timed_beside_a_paired_best_gives_the_speedups(task) -> None:
+    """``start_in_turn`` with ``pair_with`` (written 2026-12-07 late, before it ran on a GPU):
+    the candidate, the best so far and the starting kernel in turn, one sample each per round;
+    the starting kernel's figure from that run is each scenario's speedup base, and the paired
+    figure stays over the best so far."""
+    sm90 = TASK_DIR / "sm90.cu"
+    result = evaluate(
+        task,
+        sm90,
+        sets=["quick"],
+        random_count=0,
+        compare=False,
+        pair_with=PairedKernel(sm90),
+        start_in_turn=True,
+    )
+    assert result.verdict == "pass", result.reasons
+    timed = [s for s in result.scenarios if s.ms is not None]
+    assert timed and all(s.start_ms is not None and s.paired_ms is not None for s in timed)
+    for scenario in timed:
+        print(
+            f"{scenario.name}: ms {scenario.ms:.4f} best {scenario.paired_ms:.4f} "
+            f"start {scenario.start_ms:.4f} speedup {scenario.speedup:.3f}"
+        )
+        assert scenario.baseline_ms == scenario.start_ms
+        assert scenario.start_ms > scenario.ms  # the starting kernel: about 0.05x FA3
+    summary = result.summary
+    assert summary.paired_speedup is not None and summary.paired_spread is not None
+    assert abs(summary.paired_speedup - 1.0) <= max(summary.paired_spread, 0.02), summary

@@ -59,8 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--start-in-turn",
         action="store_true",
-        help="time the starting kernel sample by sample beside the candidate, in this run, for "
-        "the speedups over it (instead of alone, before the candidate, and cached); "
+        help="time the starting kernel sample by sample beside the candidate (and beside "
+        "--pair-with's kernel), in this run, for the speedups over it (instead of alone, before "
+        "the candidate, and cached); "
         "KERNELSEEK_BASELINE=in-turn does the same (not yet run on a GPU: docs/RELIABILITY.md)",
     )
     parser.add_argument(

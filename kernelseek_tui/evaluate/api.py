@@ -168,9 +168,10 @@ def evaluate(
     (the "flushed" method only), for ``summary.paired_speedup`` and ``paired_spread``.
     ``isolation``: "process" runs every kernel in a process of its own instead of loading it
     into the worker (evaluate/sandboxed_kernel.py); None: the task's ``isolation``.
-    ``start_in_turn``: where nothing else is paired, time the starting kernel interleaved with
-    the candidate in this run and take each scenario's speedup from that (``start_in_turn``,
-    below); None: as ``KERNELSEEK_BASELINE`` says ("in-turn"), else off.
+    ``start_in_turn``: time the starting kernel interleaved with the candidate in this run
+    (as the paired kernel where ``pair_with`` is None, else beside both) and take each
+    scenario's speedup from that (``speedups_from_the_start_in_turn``); None: as
+    ``KERNELSEEK_BASELINE`` says ("in-turn"), else off.
     """
     if isolation is not None and isolation not in ISOLATIONS:
         raise KernelseekError(
@@ -226,18 +227,17 @@ def evaluate(
     baseline_is_candidate = baseline_text == text and not knobs
     baseline_library = None
     baseline_key = built.key
+    # Timed sample by sample beside the candidate instead of alone before it (and not cached):
+    # its figures then come from the same moments as the candidate's. Where a best so far is
+    # paired, the three run in turn; else the starting kernel is the paired one.
     starting_in_turn = (
         wants_start_in_turn(start_in_turn)
-        and pair_with is None
         and not baseline_is_candidate
         and task.timing.method == "flushed"
         and any(p.timed for p in planned)
     )
-    if starting_in_turn:
-        # Timed sample by sample beside the candidate instead of alone before it (and not
-        # cached): its figures then come from the same moments as the candidate's.
-        pair_with = PairedKernel(task.source)
-    if not baseline_is_candidate and not starting_in_turn and any(p.timed for p in planned):
+    start_beside = None
+    if not baseline_is_candidate and any(p.timed for p in planned):
         base = build(
             baseline_text,
             rule=task.dependency_rule,
@@ -245,7 +245,13 @@ def evaluate(
             timeout_s=task.build_timeout_s,
         )
         if base.ok:
-            baseline_library, baseline_key = base.library, base.key
+            # The key also finds its cached times timed alone, which set the stall limits
+            # where it is timed in turn (nothing in turn is cached: not the same figure).
+            baseline_key = base.key
+            if starting_in_turn:
+                start_beside = base.library
+            else:
+                baseline_library = base.library
         else:
             result.summary.baseline_timing = "the starting kernel did not build: no speedups"
 
@@ -260,6 +266,11 @@ def evaluate(
         )
         # A best that no longer builds leaves the evaluation unpaired: judged as without it.
         paired_library = paired.library if paired.ok else None
+    # Paired only where nothing else was asked: a best that did not build leaves no paired
+    # figure (a caller reads ``paired_speedup`` as over its best), the starting kernel beside.
+    start_paired = start_beside is not None and pair_with is None
+    if start_paired:
+        paired_library, start_beside = start_beside, None
 
     chosen_isolation = result.isolation
     sandbox_host = handover_probe = None
@@ -297,7 +308,8 @@ def evaluate(
     request = {
         "task_dir": str(task.dir),
         "paired": str(paired_library) if paired_library else None,
-        "paired_as": "the starting kernel" if starting_in_turn else "the best kernel",
+        "paired_as": "the starting kernel" if start_paired else "the best kernel",
+        "start_in_turn": str(start_beside) if start_beside else None,
         "candidate": str(built.library),
         "baseline": str(baseline_library) if baseline_library else None,
         "baseline_is_candidate": baseline_is_candidate,
@@ -345,8 +357,8 @@ def evaluate(
     )
     if baseline_is_candidate:
         result.summary.baseline_timing = "the candidate is the starting kernel"
-    if starting_in_turn:
-        speedups_from_the_start_in_turn(result)
+    if start_paired or start_beside:
+        speedups_from_the_start_in_turn(result, paired=start_paired)
     return _finish(result, started, harness_error=harness_error)
 
 
@@ -363,9 +375,10 @@ def wants_start_in_turn(asked: bool | None) -> bool:
     return os.environ.get(BASELINE_VARIABLE, "").strip() == "in-turn"
 
 
-def speedups_from_the_start_in_turn(result: EvalResult) -> None:
-    """Each timed scenario's starting kernel time and speedup from its paired run (the starting
-    kernel timed in turn with the candidate, its hand-over taken out as the candidate's is).
+def speedups_from_the_start_in_turn(result: EvalResult, *, paired: bool) -> None:
+    """Each timed scenario's starting kernel time and speedup from the run that timed it in
+    turn with the candidate, its hand-over taken out as the candidate's is: ``paired_ms``
+    where it was the paired kernel (``paired``), else ``start_ms`` (beside a best so far).
 
     Why: timed alone before the candidate, the starting kernel read 2.3-2.6% slower than the
     same code judged as the candidate on an H100 (sm90.cu against itself, bench set, 2026-12-07
@@ -373,9 +386,10 @@ def speedups_from_the_start_in_turn(result: EvalResult) -> None:
     1.001 +- 0.012 (docs/BENCHMARKS.md, "First use with empty caches; sm90.cu against itself
     without peers and paired")."""
     for scenario in result.scenarios:
-        if scenario.paired_ms and scenario.ms:
-            scenario.baseline_ms = scenario.paired_ms
-            scenario.speedup = scenario.paired_ms / scenario.ms
+        start_ms = scenario.paired_ms if paired else scenario.start_ms
+        if start_ms and scenario.ms:
+            scenario.baseline_ms = start_ms
+            scenario.speedup = start_ms / scenario.ms
     result.summary.baseline_timing = START_IN_TURN_NOTE
 
 

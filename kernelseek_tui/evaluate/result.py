@@ -65,6 +65,9 @@ class ScenarioResult:
     # candidate's calls, and each round's best_ms / candidate_ms (evaluate/paired.py).
     paired_ms: float | None = None
     paired_ratios: list[float] = field(default_factory=list)
+    # With the starting kernel timed in turn beside a best so far (api.evaluate's
+    # start_in_turn with pair_with): its time, interleaved with the candidate's calls too.
+    start_ms: float | None = None
     # With the probe timed in turn (KERNELSEEK_HANDOVER_PROBE=in-turn, evaluate/handover_cost.py):
     # the hand-over taken out of this scenario's figures, timed with its calls, in microseconds;
     # None where the one measured before the candidate's load was taken out.

@@ -326,6 +326,13 @@ class Evaluation:
             if request.get("paired")
             else None
         )
+        # The starting kernel timed in turn as well, where a best so far is the paired one:
+        # the three interleaved, one sample of each per round.
+        self.start_beside = (
+            self._load(request["start_in_turn"], "the starting kernel", "error")
+            if request.get("start_in_turn")
+            else None
+        )
         self.settle = self._settle if self.isolated else None
         # A kernel in another process is a pipe round trip away: each sample's start event
         # waits behind a gate until the sample is enqueued (evaluate/gate.py). With the fence
@@ -495,12 +502,13 @@ class Evaluation:
         """With the probe in turn (``KERNELSEEK_HANDOVER_PROBE=in-turn``): the calls to time with
         a scenario's, as (the kernel whose process the call runs in, or None for the judge's
         empty kernel here; the call). First the one here, then the probe in the candidate's and
-        the best so far's processes, where their hand-over was measured. Empty otherwise."""
+        the best so far's (and the starting kernel's, timed beside it) processes, where their
+        hand-over was measured. Empty otherwise."""
         if not self.probe_in_turn or self.handover_probe is None:
             return []
         kernels = [
             k
-            for k in (self.candidate, self.paired)
+            for k in (self.candidate, self.paired, self.start_beside)
             if isinstance(k, SandboxedKernel) and id(k) in self.handover_costs
         ]
         if not kernels:
@@ -675,27 +683,27 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
     if ev.gate is not None:
         ev.gate.take_holds_us()  # this scenario's timed run's own, below
     try:
-        if task.timing.method == "flushed" and (ev.paired is not None or peer_calls or probes):
-            # Candidate, best-so-far and peers in turn, one sample of each per round: every
-            # ratio compares samples that ran next to each other (evaluate/peer_calls.py).
-            # With the probe in turn, its calls too (evaluate/handover_cost.py, "in turn").
+        companions = (
+            _companions(ev, shapes, ints, float_args, n_sets, f"{index}:{result.name}")
+            if task.timing.method == "flushed"
+            else []
+        )
+        if task.timing.method == "flushed" and (companions or peer_calls or probes):
+            # Candidate, best-so-far (and starting kernel) and peers in turn, one sample of each
+            # per round: every ratio compares samples that ran next to each other
+            # (evaluate/peer_calls.py). With the probe in turn, its calls too
+            # (evaluate/handover_cost.py, "in turn").
             calls: list[Callable[[int], None]] = [call]
             hooks: list[MeasuredCallWatch | None] = [watch]
-            after_warmup: Callable[[], None] = refill
-            paired = None
-            if ev.paired is not None:
-                paired = _PairedCalls(
-                    ev, ev.paired, shapes, ints, float_args, n_sets, f"{index}:{result.name}"
-                )
-                calls.append(paired.call)
-                hooks.append(_watch_measured_calls(ev, paired.sets, paired.judging))
-                both_refilled = paired.refill
+            for companion in companions:
+                calls.append(companion.call)
+                hooks.append(_watch_measured_calls(ev, companion.sets, companion.judging))
 
-                def refill_both() -> None:
-                    refill()
-                    both_refilled()
+            def after_warmup() -> None:
+                refill()
+                for companion in companions:
+                    companion.refill()
 
-                after_warmup = refill_both
             first_peer = len(calls)
             calls.extend(peer_calls)
             hooks.extend([None] * len(peer_calls))
@@ -719,12 +727,9 @@ def run_scenario(ev: Evaluation, scenario: dict[str, Any], index: int) -> Scenar
             if id(ev.candidate) in costs:
                 result.handover_us = round(costs[id(ev.candidate)].us, 3)
             in_turn.stats[0] = stats = ev.net(in_turn.stats[0], ev.candidate, costs)
-            if paired is not None:
-                in_turn.stats[1] = ev.net(in_turn.stats[1], ev.paired, costs)
-                result.paired_ms = in_turn.stats[1].median_ms
-                result.paired_ratios = _paired_speedups(
-                    in_turn.stats[1].samples_ms, stats.samples_ms, watch.every_sample
-                )
+            for at, companion in enumerate(companions, start=1):
+                in_turn.stats[at] = ev.net(in_turn.stats[at], companion.kernel, costs)
+                _take_companion_figure(result, companion, in_turn.stats[at], stats, watch)
             for k, peer in enumerate(peer_calls):
                 peer_stats[peer.name] = in_turn.stats[first_peer + k]
         else:
@@ -836,10 +841,12 @@ def _ready_peers(
 
 
 class _PairedCalls:
-    """The best-so-far kernel on input sets of its own, shaped and filled like the candidate's
-    and perturbed before every measured call like them (its own MeasuredCallWatch), so it is
-    timed under the same conditions; its outputs are never judged (it was verified when it was
-    judged itself), and its own buffers keep the candidate's outputs the ones judged."""
+    """The best-so-far kernel (or the starting kernel) on input sets of its own, shaped and
+    filled like the candidate's and perturbed before every measured call like them (its own
+    MeasuredCallWatch), so it is timed under the same conditions; its outputs are never judged
+    (it was verified when it was judged itself), and its own buffers keep the candidate's
+    outputs the ones judged. ``scenario`` seeds its random streams; ``who`` names it; ``role``:
+    "paired" (its round ratios make the paired figure) or "start" (its time alone is kept)."""
 
     def __init__(
         self,
@@ -850,8 +857,11 @@ class _PairedCalls:
         float_args: list[float],
         n_sets: int,
         scenario: str,
+        who: str = "the best kernel",
+        role: str = "paired",
     ) -> None:
         cp, task = ev.cp, ev.task
+        self.kernel, self.role, self._who = kernel, role, who
         # Random streams of its own: the candidate's inputs draw what they draw unpaired.
         seeds = random.Random(f"{ev.seed}:{scenario}:paired")
         self._cp, self._task = cp, task
@@ -875,11 +885,59 @@ class _PairedCalls:
                 fill_random(self._cp, tensors[spec.name], self._generator)
 
     def call(self, i: int) -> None:
-        # Not LaunchFailed: that would blame the candidate for the best kernel's failure.
+        # Not LaunchFailed: that would blame the candidate for this kernel's failure.
         if self._launches[i]() != 0:
-            raise FatalError(
-                "the best kernel, timed beside the candidate, failed to launch", "error"
+            raise FatalError(f"{self._who}, timed beside the candidate, failed to launch", "error")
+
+
+def _companions(
+    ev: Evaluation,
+    shapes: dict[str, tuple[int, ...]],
+    ints: list[int],
+    float_args: list[float],
+    n_sets: int,
+    label: str,
+) -> list[_PairedCalls]:
+    """The kernels timed in turn beside the candidate on this scenario, in their turn's order:
+    the paired one (the best so far, or the starting kernel where nothing else is paired),
+    then the starting kernel where it runs beside a best so far. Each on sets of its own."""
+    found = []
+    if ev.paired is not None:
+        who = ev.request.get("paired_as") or "the best kernel"
+        found.append(_PairedCalls(ev, ev.paired, shapes, ints, float_args, n_sets, label, who=who))
+    if ev.start_beside is not None:
+        found.append(
+            _PairedCalls(
+                ev,
+                ev.start_beside,
+                shapes,
+                ints,
+                float_args,
+                n_sets,
+                f"{label}:start",
+                who="the starting kernel",
+                role="start",
             )
+        )
+    return found
+
+
+def _take_companion_figure(
+    result: ScenarioResult,
+    companion: _PairedCalls,
+    figure: TimingStats,
+    candidate: TimingStats,
+    watch: MeasuredCallWatch,
+) -> None:
+    """A kernel timed beside the candidate, into the result: the paired one's time and round
+    ratios (``paired_ms``, ``paired_ratios``), the starting kernel's time (``start_ms``)."""
+    if companion.role == "start":
+        result.start_ms = figure.median_ms
+        return
+    result.paired_ms = figure.median_ms
+    result.paired_ratios = _paired_speedups(
+        figure.samples_ms, candidate.samples_ms, watch.every_sample
+    )
 
 
 def beyond_peak(result: ScenarioResult, max_tflops: float | None) -> bool:
