@@ -154,6 +154,54 @@ def test_a_server_that_does_not_quit_is_killed(tmp_path: Path) -> None:
     assert wait_for(lambda: not Path(f"/proc/{daemon}").exists() or _zombie(daemon))
 
 
+def test_a_daemon_ended_by_a_quit_not_the_judges_is_seen_and_started_again(
+    tmp_path: Path,
+) -> None:
+    """A kernel's process may send ``quit`` to the control daemon's socket (its pipe directory
+    is the clients'): the judge sees the daemon gone after the evaluation, and its next start
+    brings up a new one in the same directories."""
+    control = stand_in_daemon(tmp_path)
+    mps = PrivateMps(str(control), stop_timeout_s=3)
+    environment = mps.start()
+    try:
+        assert not mps.daemon_gone()
+        first = mps.processes()
+        assert first
+        # What a client would do: the control program, with the clients' environment.
+        subprocess.run(
+            [str(control)], input="quit\n", text=True, env={**os.environ, **environment},
+            check=True, timeout=10,
+        )  # fmt: skip
+        assert wait_for(mps.daemon_gone), "the judge sees the daemon gone"
+        assert mps.running  # it did not stop it itself
+        assert mps.start() == environment  # the same directories, a new daemon
+        assert not mps.daemon_gone() and mps.processes() and mps.processes() != first
+        # Once more; now the judge's restart after the evaluation brings it back, and sends no
+        # quit of its own to a daemon that is not there.
+        second = mps.processes()
+        subprocess.run(
+            [str(control)], input="quit\n", text=True, env={**os.environ, **environment},
+            check=True, timeout=10,
+        )  # fmt: skip
+        assert wait_for(mps.daemon_gone)
+        quits = log_of(control).count("quit")
+        assert mps.restart() == ["the control daemon had already ended"]
+        assert log_of(control).count("quit") == quits
+        assert not mps.daemon_gone() and mps.processes() and mps.processes() != second
+    finally:
+        mps.stop()
+
+
+def test_a_daemon_never_seen_in_proc_is_never_called_gone(tmp_path: Path) -> None:
+    control, _ = settings_control(tmp_path)
+    server = PrivateMps(str(control), proc=tmp_path)  # a /proc with no processes in it
+    try:
+        server.start()
+        assert not server.processes() and not server.daemon_gone()
+    finally:
+        server.stop()
+
+
 def _zombie(pid: int) -> bool:
     fields = stat_fields(pid)
     return fields is None or fields[0] == "Z"
@@ -324,6 +372,9 @@ def test_an_evaluation_that_changed_the_share_fails_and_the_server_restarts(
         def settings_changed(self) -> str | None:
             return self.changed
 
+        def daemon_gone(self) -> bool:
+            return False
+
         def restart(self) -> list[str]:
             Server.restarted += 1
             return []
@@ -340,3 +391,37 @@ def test_an_evaluation_that_changed_the_share_fails_and_the_server_restarts(
     assert "reached the MPS control daemon" in changed.reasons[0]
     assert "default 25.0 after" in changed.reasons[0]
     assert "its share for new clients had been changed" in (changed.mps or "")
+
+
+def test_an_evaluation_whose_daemon_ended_fails_and_the_server_restarts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernelseek_tui.evaluate import api
+    from kernelseek_tui.evaluate.result import EvalResult
+    from kernelseek_tui.evaluate.spare import SpareKey
+
+    class Server:
+        restarts = 0
+
+        def daemon_gone(self) -> bool:
+            return self.restarts == 0
+
+        def settings_changed(self) -> str | None:
+            return None
+
+        def restart(self) -> list[str]:
+            self.restarts += 1
+            return ["quit answered 1"]
+
+    dropped: list[SpareKey] = []
+    monkeypatch.setattr(api.SPARES, "drop", dropped.append)
+    key = SpareKey(visible_devices="0", task_dir="t", command=("w",))
+    server = Server()
+    ended = EvalResult(eval_id="c", verdict="pass", mps="a private MPS server")
+    api._check_mps_settings(server, key, ended)  # type: ignore[arg-type]
+    assert server.restarts == 1 and dropped == [key]
+    assert "MPS control daemon ended during this evaluation" in ended.reasons[0]
+    assert "its control daemon had ended" in (ended.mps or "")
+    after = EvalResult(eval_id="d", verdict="pass", mps="a private MPS server")
+    api._check_mps_settings(server, key, after)  # type: ignore[arg-type]
+    assert not after.reasons and server.restarts == 1

@@ -702,8 +702,17 @@ def _restart_mps(server: PrivateMps, key: SpareKey, result: EvalResult, why: str
 
 def _check_mps_settings(server: PrivateMps, key: SpareKey, result: EvalResult) -> None:
     """Fail the evaluation whose kernel changed the share of the GPU the judge's MPS server
-    gives new clients (private_mps.PrivateMps.share_settings says how it could), and restart
-    the server so that the next evaluation, and a spare started for it, get the whole GPU."""
+    gives new clients (private_mps.PrivateMps.share_settings says how it could), or ended its
+    control daemon (``daemon_gone``), and restart the server so that the next evaluation, and a
+    spare started for it, get the whole GPU through a server."""
+    if server.daemon_gone():
+        _restart_mps(server, key, result, "its control daemon had ended")
+        result.reasons.append(
+            "the judge's MPS control daemon ended during this evaluation: a kernel's process "
+            "reached it (it ends on a `quit` sent to its socket), which would leave every "
+            "evaluation after it without a server; the server was restarted"
+        )
+        return
     changed = server.settings_changed()
     if changed is None:
         return

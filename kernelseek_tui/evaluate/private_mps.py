@@ -46,6 +46,8 @@ _MPS_COMM = "nvidia-cuda-mps"
 # and the file naming the process that started the server.
 _PREFIX = "kernelseek-mps."
 _OWNER = "owner"
+# How long a started daemon has to show in /proc before ``daemon_gone`` gives up watching it.
+_SEEN_WITHIN_S = 1.0
 
 
 class MpsError(Exception):
@@ -74,6 +76,8 @@ class PrivateMps:
         self._root: Path | None = None
         self._daemon_up = False
         self._settings: tuple[float, dict[int, float]] | None = None
+        # Whether the daemon's process was seen once started (``daemon_gone`` needs it).
+        self._seen_running = False
 
     @property
     def running(self) -> bool:
@@ -92,7 +96,9 @@ class PrivateMps:
         """Start the control daemon (it starts the server when the first client comes);
         returns ``environment()``."""
         if self._root is not None and self._daemon_up:
-            return self.environment()
+            if not self.daemon_gone():
+                return self.environment()
+            self._daemon_up = False  # nothing of it is left: a new one, the same directories
         program = shutil.which(self.control)
         if program is None:
             raise MpsError(f"{self.control} not found (it comes with the NVIDIA driver)")
@@ -122,8 +128,32 @@ class PrivateMps:
             self._forget()
             raise MpsError(f"{self.control} -d failed ({started.returncode}): {text}")
         self._daemon_up = True
+        self._seen_running = self._wait_for_processes(_SEEN_WITHIN_S)
         self._settings = self._shares()  # a fresh daemon's: what every later answer must match
         return self.environment()
+
+    def daemon_gone(self) -> bool:
+        """Whether the daemon started here has ended without the judge asking: its process was
+        seen once it started, and no MPS process of this pipe directory is left. False where
+        none was seen then (a /proc that does not show them): never a guess.
+
+        Why asked: a kernel's process can reach the control daemon's socket (``share_settings``
+        says why) and send it ``quit``. The daemon then ends once its clients are done, and the
+        next evaluation's processes, given this pipe directory, would find no server: each timed
+        call would then carry the switching between two contexts (about 290 us on an H100),
+        while the result still said it had a private MPS server."""
+        return self._daemon_up and self._seen_running and not self.processes()
+
+    def _wait_for_processes(self, within_s: float) -> bool:
+        """Whether an MPS process of this pipe directory shows within ``within_s`` seconds (the
+        daemon forks as ``-d`` returns; its child may take a moment to show in /proc)."""
+        deadline = time.monotonic() + within_s
+        while True:
+            if self.processes():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
     def share_settings(self) -> str | None:
         """The share of the GPU a new client of this daemon gets, as the daemon answers:
@@ -221,6 +251,9 @@ class PrivateMps:
         ``stop_timeout_s``."""
         if self._root is None or not self._daemon_up:
             return []
+        if self.daemon_gone():  # nothing left to ask or to kill
+            self._daemon_up = False
+            return ["the control daemon had already ended"]
         self._daemon_up = False
         notes: list[str] = []
         try:
@@ -265,7 +298,7 @@ class PrivateMps:
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
         self._root = None
-        self._daemon_up = False
+        self._daemon_up = self._seen_running = False
 
 
 def _number(answer: str | None) -> float | None:
