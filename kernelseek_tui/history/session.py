@@ -20,6 +20,7 @@ session worktree, in a temporary index, or in refs that only kernelseek uses.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -376,18 +377,7 @@ class SessionHistory:
         Reads blobs straight from the object store (two git calls), so nothing is checked out
         and no worktree is registered. Files keep their executable bit; symlinks stay links.
         """
-        sha = self.resolve(rev)
-        listing = git_bytes(
-            ["ls-tree", "-r", "-z", "--full-tree", sha, "--", self._task_subdir], self._repo
-        )
-        entries = []
-        for raw in listing.split(b"\0"):
-            if not raw:
-                continue
-            meta, _, name = raw.partition(b"\t")
-            mode, kind, blob = meta.decode().split()
-            if kind == "blob":  # submodules ("commit") have no content here
-                entries.append((mode, blob, os.fsdecode(name)))
+        entries = self._task_blobs(rev)
         contents = _read_blobs([blob for _, blob, _ in entries], self._repo)
         for mode, blob, path in entries:
             target = dest / path
@@ -401,6 +391,38 @@ class SessionHistory:
         task = dest / self._task_subdir
         task.mkdir(parents=True, exist_ok=True)
         return task
+
+    def export_changed(self, rev: str, dest: Path) -> list[str]:
+        """The files of an ``export_task(rev, dest)`` whose content on disk is no longer the
+        commit's (removed ones included), as paths under ``dest``; links are not compared."""
+        changed = []
+        for mode, blob, path in self._task_blobs(rev):
+            if mode == "120000":
+                continue
+            try:
+                data = (dest / path).read_bytes()
+            except OSError:
+                changed.append(path)
+                continue
+            if git_blob_sha(data) != blob:
+                changed.append(path)
+        return changed
+
+    def _task_blobs(self, rev: str) -> list[tuple[str, str, str]]:
+        """(mode, blob sha, path) of every file of the task directory in commit ``rev``."""
+        sha = self.resolve(rev)
+        listing = git_bytes(
+            ["ls-tree", "-r", "-z", "--full-tree", sha, "--", self._task_subdir], self._repo
+        )
+        entries = []
+        for raw in listing.split(b"\0"):
+            if not raw:
+                continue
+            meta, _, name = raw.partition(b"\t")
+            mode, kind, blob = meta.decode().split()
+            if kind == "blob":  # submodules ("commit") have no content here
+                entries.append((mode, blob, os.fsdecode(name)))
+        return entries
 
     # -- cleaning up ----------------------------------------------------------------------
 
@@ -583,3 +605,8 @@ def _attach_worktree(repo: Path, branch: str, wanted: Path) -> Path:
     _ensure_excluded(repo)
     git(["worktree", "add", "--quiet", str(wanted), branch], repo)
     return wanted
+
+
+def git_blob_sha(data: bytes) -> str:
+    """The sha git gives a blob with these bytes (what ``git hash-object`` prints)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

@@ -3,7 +3,9 @@
 The real one, ``TaskEvaluator``, runs ``kernelseek_tui.evaluate.api.evaluate`` with the Task
 loaded from the *original* task directory when the session started, so an agent that edits
 ``task.toml`` or the reference in its workspace changes nothing the judge uses: only the
-candidate source (and its ``knobs.json``) are read from the workspace. Tests pass stand-ins.
+candidate source (and its ``knobs.json``) are read from the workspace. The original task's
+files and the judge's own are fingerprinted when it is made and checked around every
+evaluation (session/judge_files.py: the agent's shell can reach them). Tests pass stand-ins.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Protocol
 from kernelseek_tui.errors import KernelseekError
 from kernelseek_tui.evaluate.paired import PairedKernel
 from kernelseek_tui.evaluate.result import EvalResult
+from kernelseek_tui.history.session import git_blob_sha
+from kernelseek_tui.session.judge_files import JudgeFiles, JudgeFilesChanged, judge_paths
 from kernelseek_tui.task import Task
 
 
@@ -59,8 +63,12 @@ class TaskEvaluator:
         timeout_s: float | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         prestart_next: bool = False,
+        guard_files: bool = True,
     ) -> None:
+        """``guard_files``: fingerprint the judge's files now and refuse (or void) every
+        evaluation while they differ (session/judge_files.py)."""
         self.task = task
+        self.judge_files = JudgeFiles.take(judge_paths(task)) if guard_files else None
         self.device = device
         self.compare = compare
         self.timeout_s = timeout_s
@@ -79,7 +87,8 @@ class TaskEvaluator:
     ) -> EvalResult:
         from kernelseek_tui.evaluate.api import evaluate
 
-        return evaluate(
+        self._check_files("found before this evaluation, which was not made")
+        result = evaluate(
             self.task,
             source,
             sets=sets,
@@ -91,6 +100,17 @@ class TaskEvaluator:
             prestart_next=self.prestart_next,
             pair_with=pair_with,
         )
+        # A change made while it ran (a process of the agent's left running) voids it.
+        self._check_files("found after this evaluation: its result is void")
+        return result
+
+    def _check_files(self, when: str) -> None:
+        if self.judge_files is None:
+            return
+        try:
+            self.judge_files.check(when)
+        except JudgeFilesChanged as error:
+            raise KernelseekError(str(error)) from None
 
 
 EvaluatorFactory = Callable[..., Evaluator]
@@ -119,11 +139,6 @@ def load_evaluator_factory(spec: str) -> EvaluatorFactory:
     if not callable(factory):
         raise KernelseekError(f"{module_name!r} has no callable {attr!r}")
     return factory
-
-
-def git_blob_sha(data: bytes) -> str:
-    """The sha git gives a blob with these bytes (what ``git hash-object`` prints)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def candidate_sha(source: bytes, knobs: dict[str, int] | None) -> str:

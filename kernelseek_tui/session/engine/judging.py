@@ -3,6 +3,7 @@ the commit of a verified candidate followed by its ``commit`` event."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -86,10 +87,23 @@ class JudgingMixin(EngineCore):
         dest = self.paths.dir / "paired-best" / sha
         # A commit's files never change: exported once per best, not once per evaluation (and
         # a second export into the same place would trip over the links the first wrote).
-        exported = dest / ".exported"  # holds the task directory's path under dest
+        exported = dest / ".exported"  # written once the export is whole
         try:
             if exported.is_file():
-                task_dir = dest / exported.read_text()
+                changed = self.history.export_changed(sha, dest)
+                if changed:
+                    # The session directory is the agent's shell's to write, as is any file of
+                    # the user's: a best made slower on disk would make the next candidate a
+                    # paired new best. Exported afresh from its commit, and said.
+                    self.record_error(
+                        f"the best so far ({sha[:10]}), exported for pairing, had changed on "
+                        f"disk ({', '.join(changed[:3])}): exported again from its commit",
+                        attrs={"changed": changed},
+                    )
+                    shutil.rmtree(dest)
+            if exported.is_file():
+                # Where export_task puts it, not where the marker says (a file anyone can edit).
+                task_dir = dest / self.history.task_subdir
             else:
                 task_dir = self.history.export_task(sha, dest)
                 exported.write_text(task_dir.relative_to(dest).as_posix())

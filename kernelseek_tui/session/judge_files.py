@@ -1,0 +1,92 @@
+"""The files the judge reads, fingerprinted when a session's evaluator is made and checked
+around every evaluation.
+
+Why: the agent's file tools stay inside its workspace, but its shell runs as the user, and an
+agent outside the harness (Claude Code, Codex) has a shell of its own. One line appended to
+the task's starting kernel (a spin before it returns) would make every candidate read faster
+than it is; a wider tolerance in ``task.toml``, a reference that returns the candidate's own
+output, or an edit to the judge's own code would pass kernels that are wrong. None of these
+files is in the workspace, and none changes during an honest session, so any change is named
+and the evaluation refused (before it starts) or voided (found after it ended).
+
+What is fingerprinted: the task's ``task.toml``, its starting kernel, its reference and
+comparator modules, its scenario files and every ``.py`` beside them (modules they may import);
+and the judge itself, every source file of this package. What is not: the libraries the judge
+and the peers run on (CuPy, torch, FlashAttention-3, the CUDA toolkit), the Python
+environment's start-up files, the cache of the starting kernel's times and git's object store.
+Those need the agent's shell confined, which this does not do (docs/RELIABILITY.md, "The
+agent's shell and the judge's files").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import kernelseek_tui
+from kernelseek_tui.task import Task
+
+# The judge's own files: what a worker imports, compiles or reads.
+PACKAGE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".toml")
+_GONE = "gone"
+
+
+def judge_paths(task: Task, package: Path | None = None) -> list[Path]:
+    """The files whose content decides how ``task`` is judged (``package``: the judge's source
+    tree, this package by default)."""
+    found = {task.dir / "task.toml", task.source, task.reference_module}
+    if task.comparator_module is not None:
+        found.add(task.comparator_module)
+    found.update(spec.file for spec in task.sets.values())
+    found.update(task.dir.glob("*.py"))
+    root = package or Path(kernelseek_tui.__file__).parent
+    found.update(
+        path
+        for path in root.rglob("*")
+        if path.suffix in PACKAGE_SUFFIXES and "__pycache__" not in path.parts and path.is_file()
+    )
+    return sorted(path.resolve() for path in found)
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return _GONE
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeFiles:
+    """The judge's files as they were when taken: ``changed`` names those that differ now."""
+
+    digests: dict[Path, str]
+
+    @classmethod
+    def take(cls, paths: list[Path]) -> JudgeFiles:
+        return cls({path: _digest(path) for path in paths})
+
+    def changed(self) -> list[Path]:
+        """The files whose content is not what it was (removed ones included), in order."""
+        return [path for path, digest in self.digests.items() if _digest(path) != digest]
+
+    def check(self, when: str) -> None:
+        """Raise ``JudgeFilesChanged`` naming what changed, if anything did; ``when`` says
+        which check it is ("before this evaluation")."""
+        changed = self.changed()
+        if changed:
+            raise JudgeFilesChanged(changed, when)
+
+
+class JudgeFilesChanged(Exception):
+    """The judge's files differ from the ones the session started with."""
+
+    def __init__(self, paths: list[Path], when: str) -> None:
+        self.paths = paths
+        shown = ", ".join(str(path) for path in paths[:5])
+        more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+        super().__init__(
+            f"the judge's own files changed since this session started ({when}): {shown}{more}. "
+            "They are outside the workspace and no evaluation is made while they differ; "
+            "restore them (git checkout or git restore in their repository) to go on"
+        )

@@ -1,0 +1,124 @@
+"""The judge's files against the agent's shell (session/judge_files.py): the task's files and the
+judge's own, fingerprinted when a session's evaluator is made, refuse an evaluation while they
+differ and void one they changed under; the best so far, exported for pairing, is compared
+with its commit before every use. CPU only: the evaluation itself is a stand-in."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelseek_tui.errors import KernelseekError
+from kernelseek_tui.evaluate import api
+from kernelseek_tui.session.evaluator import TaskEvaluator
+from kernelseek_tui.session.judge_files import JudgeFiles, JudgeFilesChanged, judge_paths
+from kernelseek_tui.task import load_task
+from tests.test_paired_new_best import PairedStandIn
+from tests.test_session_support import git, make_result, make_task_repo, read_events
+
+FLASH = Path(__file__).resolve().parents[1] / "kernels" / "flash_fwd"
+
+
+@pytest.fixture
+def task_dir(tmp_path: Path) -> Path:
+    copy = tmp_path / "flash_fwd"
+    shutil.copytree(FLASH, copy)
+    return copy
+
+
+def test_the_files_that_decide_the_judging_are_fingerprinted_and_notes_are_not(
+    task_dir: Path,
+) -> None:
+    task = load_task(task_dir)
+    paths = judge_paths(task)
+    names = {path.relative_to(task_dir).as_posix() for path in paths if task_dir in path.parents}
+    assert {"task.toml", "baseline.cu", "reference.py", "comparators.py"} <= names
+    assert {"scenarios/quick.toml", "scenarios/bench.toml", "scenarios/correctness.toml"} <= names
+    assert "NOTES.md" not in names and "sm90.cu" not in names  # read by people, not the judge
+    judge = {path.name for path in paths if "kernelseek_tui" in path.parts}
+    assert {"check.py", "worker.py", "sandbox_host.cpp", "empty_kernel.cu"} <= judge
+
+
+def test_a_change_to_any_of_them_is_named_and_undoing_it_clears_it(task_dir: Path) -> None:
+    task = load_task(task_dir)
+    files = JudgeFiles.take(judge_paths(task))
+    assert files.changed() == []
+    start = task_dir / "baseline.cu"
+    text = start.read_text()
+    start.write_text(text + "\n// a spin before it returns\n")
+    assert files.changed() == [start.resolve()]
+    with pytest.raises(JudgeFilesChanged, match=r"baseline\.cu"):
+        files.check("before this evaluation")
+    start.write_text(text)
+    assert files.changed() == []
+    (task_dir / "scenarios" / "quick.toml").unlink()
+    assert [p.name for p in files.changed()] == ["quick.toml"]
+
+
+def test_the_task_evaluator_refuses_while_they_differ_and_voids_what_they_changed_under(
+    task_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = load_task(task_dir)
+    evaluator = TaskEvaluator(task)
+    calls: list[Path] = []
+    tolerance = task_dir / "task.toml"
+    text = tolerance.read_text()
+
+    def stand_in(task, source, **kwargs):
+        calls.append(source)
+        return make_result(1.0)
+
+    monkeypatch.setattr(api, "evaluate", stand_in)
+    assert evaluator(task_dir / "sm90.cu", ["quick"]).verdict == "pass"
+    tolerance.write_text(text + "\n# a wider tolerance\n")
+    with pytest.raises(KernelseekError, match=r"task\.toml") as refused:
+        evaluator(task_dir / "sm90.cu", ["quick"])
+    assert "was not made" in str(refused.value) and len(calls) == 1
+    tolerance.write_text(text)
+    assert evaluator(task_dir / "sm90.cu", ["quick"]).verdict == "pass"
+
+    def changes_the_reference(task, source, **kwargs):
+        calls.append(source)
+        (task_dir / "reference.py").write_text("# returns the candidate's own output\n")
+        return make_result(1.0)
+
+    monkeypatch.setattr(api, "evaluate", changes_the_reference)
+    with pytest.raises(KernelseekError, match=r"reference\.py") as voided:
+        evaluator(task_dir / "sm90.cu", ["quick"])
+    assert "its result is void" in str(voided.value)
+    # Not guarding (a caller that owns the files, a test) checks nothing.
+    monkeypatch.setattr(api, "evaluate", stand_in)
+    unguarded = TaskEvaluator(task, guard_files=False)
+    assert unguarded(task_dir / "sm90.cu", ["quick"]).verdict == "pass"
+
+
+class TamperingStandIn(PairedStandIn):
+    """After its first paired call, slows the exported best on disk, as an agent's shell could:
+    the next call must get the commit's kernel again."""
+
+    def __call__(self, source, sets, *, knobs=None, pair_with=None):
+        result = super().__call__(source, sets, knobs=knobs, pair_with=pair_with)
+        if pair_with is not None and len(self.paired) == 1:
+            pair_with.source.write_text(pair_with.source.read_text() + "\n// made slower\n")
+        return result
+
+
+def test_a_best_exported_for_pairing_and_changed_on_disk_is_exported_again(
+    tmp_path: Path,
+) -> None:
+    from tests.test_agent_tuner import tune
+
+    evaluator = TamperingStandIn(top_spread=0.001)
+    engine = tune(
+        make_task_repo(tmp_path / "user"), tmp_path / "traces", evaluator, paired_timing=True
+    )
+    start = engine.history.base_sha
+    committed = git(
+        engine.history.repo, "show", f"{start}:{engine.history.task_subdir}/{engine.kernel_path}"
+    )
+    second = evaluator.paired[1]
+    assert second is not None and second.source.read_text() == committed
+    errors = [e for e in read_events(engine.session_dir) if e.kind == "error"]
+    assert any("had changed on disk" in (e.text or "") for e in errors)
