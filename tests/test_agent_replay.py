@@ -31,7 +31,7 @@ def recorded_steps(original: str) -> list[tuple[Any, ...]]:
         ("tool", "evaluate", {}),
         ("tool", "edit_file", {"path": KERNEL, "old_text": "not in the file", "new_text": "x"}),
         ("tool", "edit_file", FASTER),
-        ("tool", "run_shell", {"command": "echo side effect >> ../../shell-ran"}),
+        ("tool", "run_shell", {"command": 'echo side effect >> "$TMPDIR/shell-ran"'}),
         ("tool", "evaluate", {}),
         ("tool", "draw_question", {}),
         ("tool", "evaluate", {"set": "quick"}),
@@ -61,9 +61,10 @@ def replay(recorded: dict[str, Any], session_id: str, **changes: Any) -> Engine:
 
 def test_replay_repeats_the_edits_evaluations_and_questions(recorded: dict[str, Any]) -> None:
     original = recorded["engine"]
-    shell_marker = original.workspace.parents[1] / "shell-ran"
-    shell_marker.unlink()
+    # The shell's own temporary directory (session/shell_confinement.py), one per session.
+    assert (original.session_dir / "shell-tmp" / "shell-ran").is_file()
     engine = replay(recorded, "again")
+    shell_marker = engine.session_dir / "shell-tmp" / "shell-ran"
     events = read_events(engine.session_dir)
     calls = [(e.tool_name, e.tool_input_dict()) for e in events if e.kind == "tool_call"]
     assert [name for name, _ in calls] == [

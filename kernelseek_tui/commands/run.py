@@ -38,6 +38,7 @@ SETTINGS = (
     "attach_wait",
     "shell_timeout",
     "shell_output",
+    "unconfined_shell",
     "max_tokens",
     "thinking_budget",
     "no_thinking",
@@ -170,6 +171,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="CHARS",
         help=f"characters of a command's output the agent reads (default "
         f"{DEFAULT_SHELL_OUTPUT_CHARS})",
+    )
+    tools.add_argument(
+        "--unconfined-shell",
+        action="store_true",
+        default=None,
+        help="let run_shell write outside the workspace and its TMPDIR (by default it is "
+        "confined with Landlock where the machine allows: docs/RELIABILITY.md)",
     )
     tools.add_argument(
         "--max-tokens", type=int, metavar="N", help="output tokens per model response (claude)"
@@ -458,6 +466,8 @@ def _engine_options(settings: dict[str, Any]) -> dict[str, Any]:
         options["shell_timeout_s"] = float(settings["shell_timeout"])
     if settings.get("shell_output") is not None:
         options["shell_output_chars"] = int(settings["shell_output"])
+    if settings.get("unconfined_shell"):
+        options["confine_shell"] = False
     if settings.get("paired_timing") is not None:
         paired = settings["paired_timing"]
         if not isinstance(paired, bool):  # a TOML string "false" must not turn it on

@@ -137,7 +137,7 @@ def host_executable(nvcc: str = "nvcc") -> Path:
     """The host built with ``nvcc`` (CUDA runtime linked statically), cached by its source (and
     the header it includes), the recipe and the compiler's version; built on first use (a few
     seconds)."""
-    return _built(
+    return build_cached(
         nvcc, HOST_SOURCE, HOST_RECIPE, "sandbox_host", "the candidate's process", HOST_HEADERS
     )
 
@@ -145,10 +145,10 @@ def host_executable(nvcc: str = "nvcc") -> Path:
 def empty_kernel_library(nvcc: str = "nvcc") -> Path:
     """The judge's own empty kernel as a library (evaluate/handover_cost.py), built and cached
     as the host is."""
-    return _built(nvcc, EMPTY_SOURCE, EMPTY_RECIPE, "libempty.so", "the judge's empty kernel")
+    return build_cached(nvcc, EMPTY_SOURCE, EMPTY_RECIPE, "libempty.so", "the judge's empty kernel")
 
 
-def _built(
+def build_cached(
     nvcc: str,
     source: Path,
     recipe: tuple[str, ...],
@@ -156,6 +156,9 @@ def _built(
     what: str,
     headers: tuple[Path, ...] = (),
 ) -> Path:
+    """``source`` built by the compiler ``nvcc`` names (any compiler that takes ``-o``) with
+    ``recipe``, cached under the judge's cache by what determines it (``_build_key``); ``what``
+    names it in errors."""
     compiler = shutil.which(nvcc)
     if compiler is None:
         raise SandboxError(f"{nvcc} not found: it builds {what}", "error")

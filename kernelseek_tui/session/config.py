@@ -72,6 +72,10 @@ class SessionConfig:
     repertoire: Path | None = None
     shell_timeout_s: float = DEFAULT_SHELL_TIMEOUT_S
     shell_output_chars: int = DEFAULT_SHELL_OUTPUT_CHARS
+    # Run the agent's shell confined with Landlock (session/shell_confinement.py): writes only
+    # to its workspace and a temporary directory of its own. Where the machine cannot, it runs
+    # unconfined and the session says so.
+    confine_shell: bool = True
     seed: int | None = None
     agent_options: dict[str, Any] = field(default_factory=dict)
     evaluator: str | None = None  # MODULE:FUNCTION of a stand-in evaluator factory

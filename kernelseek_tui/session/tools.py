@@ -19,7 +19,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -110,7 +110,8 @@ TOOL_SPECS: Final = (
     ToolSpec(
         "run_shell",
         "Run a bash command in the workspace. It has a time limit and its output is cut to a "
-        "maximum size; no API keys or tokens are in its environment.",
+        "maximum size; no API keys or tokens are in its environment. Where the machine allows, "
+        "it may write only in the workspace and in $TMPDIR.",
         _schema(
             {
                 "command": {"type": "string"},
@@ -311,8 +312,10 @@ def run_shell(
     timeout_s: float = DEFAULT_SHELL_TIMEOUT_S,
     output_chars: int = DEFAULT_SHELL_OUTPUT_CHARS,
     env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> ToolOutcome:
     """Run ``command`` with bash in ``cwd``; stdout and stderr together, then the exit code.
+    ``prefix``: the program bash runs under (session/shell_confinement.py's launcher).
 
     The command gets its own process group, so a timeout kills what it started as well. Its
     output goes to a temporary file rather than a pipe: memory stays bounded however much it
@@ -323,7 +326,7 @@ def run_shell(
     started = time.monotonic()
     with tempfile.TemporaryFile() as out:
         process = subprocess.Popen(
-            ["bash", "-c", command],
+            [*prefix, "bash", "-c", command],
             cwd=cwd,
             env=dict(env) if env is not None else scrubbed_env(),
             stdin=subprocess.DEVNULL,

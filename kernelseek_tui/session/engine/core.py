@@ -32,6 +32,7 @@ from kernelseek_tui.session.evaluator import Evaluator, TaskEvaluator, load_eval
 from kernelseek_tui.session.inbox import InboxCommand, InboxReader
 from kernelseek_tui.session.meta import SessionMeta, write_meta
 from kernelseek_tui.session.questions import QuestionDesk
+from kernelseek_tui.session.shell_confinement import ShellConfinement
 from kernelseek_tui.session.state import SessionState
 from kernelseek_tui.session.tools import ToolOutcome, Workspace
 from kernelseek_tui.task import Task
@@ -107,6 +108,7 @@ class EngineCore:
         self._reported_problems = 0
         self._warned_unpriced = False
         self._terminate = threading.Event()
+        self._shell: ShellConfinement | None = None  # settled on the agent's first command
         self.writer = TraceWriter(self.paths.dir, config.session_id, **(writer_options or {}))
 
     @property

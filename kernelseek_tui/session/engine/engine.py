@@ -49,7 +49,15 @@ from kernelseek_tui.session.meta import (
     read_meta,
     write_meta,
 )
-from kernelseek_tui.session.tools import FILE_TOOLS, TOOL_NAMES, ToolError, ToolOutcome, run_shell
+from kernelseek_tui.session.shell_confinement import ShellConfinement
+from kernelseek_tui.session.tools import (
+    FILE_TOOLS,
+    TOOL_NAMES,
+    ToolError,
+    ToolOutcome,
+    run_shell,
+    scrubbed_env,
+)
 from kernelseek_tui.task import load_task
 from kernelseek_tui.trace.schema import Event
 
@@ -394,6 +402,18 @@ class Engine(JudgingMixin, AskingMixin):
         self.record_tool_result(call, outcome, attrs={"skipped": True})
         return outcome
 
+    def _shell_confinement(self) -> ShellConfinement | None:
+        """How the agent's shell runs, settled on its first command (session/
+        shell_confinement.py); None where the session asked for no confinement. Where it asked
+        and the machine cannot, an ``error`` event says so once and the shell runs as before."""
+        if not self.config.confine_shell:
+            return None
+        if self._shell is None:
+            self._shell = ShellConfinement.start(self._workspace.root, self.paths.dir / "shell-tmp")
+            if not self._shell.confined:
+                self.record_error(f"the agent's shell runs unconfined: {self._shell.said}")
+        return self._shell
+
     def _dispatch(
         self, name: str, args: dict[str, Any], call: Event
     ) -> tuple[ToolOutcome, DecisionMoment | None]:
@@ -413,11 +433,14 @@ class Engine(JudgingMixin, AskingMixin):
             asked = args.get("timeout_s")
             if isinstance(asked, int | float) and not isinstance(asked, bool) and asked > 0:
                 limit = min(limit, float(asked))
+            confinement = self._shell_confinement()
             outcome = run_shell(
                 args.get("command"),
                 ws.root,
                 timeout_s=limit,
                 output_chars=self.config.shell_output_chars,
+                env=confinement.environment(scrubbed_env()) if confinement else None,
+                prefix=confinement.prefix if confinement else (),
             )
             return outcome, None
         if name == "evaluate":
