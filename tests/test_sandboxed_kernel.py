@@ -626,6 +626,7 @@ def test_in_turn_the_judge_times_its_empty_kernel_here_and_in_each_probed_proces
             handover_probe=empty,
             candidate=probed,
             paired=None,
+            start_beside=None,
             handover_costs={id(probed): before},
             _empty_here=None,
             stream=cupy.stream,
