@@ -145,7 +145,10 @@ def test_the_judge_is_the_original_task_whatever_the_workspace_says(
     assert task.dir == task_dir.resolve() and task.name == "flash_fwd"
     assert task.reference_module == task_dir.resolve() / "reference.py"
     assert len(task.scenarios("quick")) == 12
-    assert source == engine.workspace / "baseline.cu"
+    # The workspace's kernel, as read when the call came, in a copy of the session's own
+    # (judging.py, _judged_copy): what the judge reads cannot change under it.
+    assert source.name == "baseline.cu" and source.is_relative_to(engine.session_dir / "judged")
+    assert source.read_bytes() == (engine.workspace / "baseline.cu").read_bytes()
     assert engine.workspace.is_relative_to(engine.history.worktree)
     assert kwargs["sets"] is None and kwargs["knobs"] is None
 

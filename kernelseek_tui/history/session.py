@@ -25,6 +25,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -223,6 +224,7 @@ class SessionHistory:
         seq: int,
         question: str | None,
         new_best: bool = False,
+        check_staged: Callable[[dict[Path, bytes | None]], str | None] | None = None,
     ) -> str:
         """Commit a verified candidate's files and attach its evaluation as a note.
 
@@ -232,6 +234,10 @@ class SessionHistory:
         made: the evaluation is attached to the tip (``attached``) and the tip is returned.
         ``new_best`` marks a candidate faster than every one before it (trailer ``New-Best``).
         Raises :class:`UnverifiedCandidateError` unless ``result`` passed every scenario.
+        ``check_staged``: given each path's bytes as git staged them (None where absent), why
+        they are not what was judged, or None; a reason unstages them and raises
+        :class:`KernelseekError` (git's clean filters, or a file changed after the judge read
+        it, would otherwise commit code that was never judged).
 
         Safe to call again for the same ``seq`` after a crash: the existing commit is returned,
         and its note is added if the crash came before it.
@@ -247,6 +253,13 @@ class SessionHistory:
         specs = [self._pathspec(path) for path in paths]
         if specs:
             git(["add", "--all", "--", *specs], self._worktree)
+        if check_staged is not None:
+            why = check_staged(
+                {path: self._staged(spec) for path, spec in zip(paths, specs, strict=True)}
+            )
+            if why is not None:
+                git(["reset", "--quiet", "--", *specs], self._worktree, check=False)
+                raise KernelseekError(why)
         if not self._changed(specs):
             tip = self.head_sha()
             attach_evaluation(self._repo, tip, result, seq)
@@ -264,6 +277,15 @@ class SessionHistory:
         sha = git_out(["rev-parse", "HEAD"], self._worktree)
         self._add_note(sha, result)
         return sha
+
+    def _staged(self, spec: str) -> bytes | None:
+        """The bytes git has staged at ``spec`` (a worktree pathspec), None where none."""
+        listed = git_bytes(["ls-files", "--stage", "-z", "--", spec], self._worktree)
+        entry = listed.split(b"\0")[0]
+        if not entry:
+            return None
+        blob = entry.split()[1].decode()
+        return _read_blobs([blob], self._repo)[blob]
 
     def find_commit_for_seq(self, seq: int) -> str | None:
         """The sha of the commit that holds trace ``seq``'s evaluation: the candidate made from

@@ -40,14 +40,25 @@ def check_knobs(task: Task, knobs: Any) -> dict[str, int]:
 def read_knobs(task_dir: Path, task: Task) -> dict[str, int] | None:
     """The knobs recorded in ``task_dir/knobs.json``, or None when there is no such file."""
     path = Path(task_dir) / KNOBS_FILE
+    if not path.is_file() and path.exists():
+        raise KernelseekError(f"{path} is not a regular file")  # a FIFO would hang the read
     try:
-        data = json.loads(path.read_text())
+        text = path.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as error:
+    except OSError as error:
         raise KernelseekError(f"cannot read {path}: {error}") from None
+    return parse_knobs(text, task, where=str(path))
+
+
+def parse_knobs(text: bytes, task: Task, where: str = KNOBS_FILE) -> dict[str, int]:
+    """The knobs a ``knobs.json``'s bytes hold, checked against ``task``."""
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise KernelseekError(f"cannot read {where}: {error}") from None
     if not isinstance(data, dict) or not isinstance(data.get("knobs"), dict):
-        raise KernelseekError(f'{path} must hold {{"knobs": {{name: value}}}}')
+        raise KernelseekError(f'{where} must hold {{"knobs": {{name: value}}}}')
     return check_knobs(task, data["knobs"])
 
 

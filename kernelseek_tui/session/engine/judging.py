@@ -4,6 +4,7 @@ the commit of a verified candidate followed by its ``commit`` event."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -19,7 +20,13 @@ from kernelseek_tui.session.engine.core import EngineCore
 from kernelseek_tui.session.engine.evaluation import Committed
 from kernelseek_tui.session.eval_files import save_result
 from kernelseek_tui.session.evaluator import PairingEvaluator, candidate_sha, pairs_with_best
-from kernelseek_tui.session.knobs import KNOBS_FILE, check_knobs, read_knobs, write_knobs
+from kernelseek_tui.session.knobs import (
+    KNOBS_FILE,
+    check_knobs,
+    parse_knobs,
+    read_knobs,
+    write_knobs,
+)
 from kernelseek_tui.session.state import best_after
 from kernelseek_tui.session.tools import ToolError, ToolOutcome
 from kernelseek_tui.task import Task
@@ -133,21 +140,35 @@ class JudgingMixin(EngineCore):
         source = root / self._kernel_path
         if not source.is_file():
             raise ToolError(f"the kernel {self._kernel_path!r} is missing from the workspace")
+        text = source.read_bytes()
+        identity = candidate_sha(text, knobs)
         override = self.objective_sets
         if set_name is None:
             sets, objective = override, True
         else:
             sets, objective = [set_name], override == [set_name]
         return EvalRequest(
-            source=source,
+            source=self._judged_copy(text, identity),
             sets=sets,
             set_name=set_name,
             objective=objective,
             what=_describe_sets(task, sets) if objective else f"set {set_name!r}",
             knobs=knobs,
             knobs_given=explicit,
-            identity=candidate_sha(source.read_bytes(), knobs),
+            identity=identity,
         )
+
+    def _judged_copy(self, text: bytes, identity: str) -> Path:
+        """The kernel's bytes as read for this evaluation, in a file of the session's own
+        (``judged/<identity>/``, outside the workspace): the judge reads exactly the bytes the
+        identity names, however the workspace's file changes while it runs."""
+        copy = self.paths.dir / "judged" / identity / Path(self._kernel_path).name
+        if not copy.is_file() or copy.read_bytes() != text:
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            partial = copy.with_name(copy.name + ".partial")
+            partial.write_bytes(text)
+            partial.replace(copy)
+        return copy
 
     def record_evaluation(
         self,
@@ -262,6 +283,7 @@ class JudgingMixin(EngineCore):
                 seq=eval_event.seq,
                 question=question if question is not None else self.state.last_question,
                 new_best=new_best,
+                check_staged=self._judged_check(eval_event, paths),
             )
             candidate = self.history.candidate_at(sha)
         except KernelseekError as error:
@@ -272,6 +294,36 @@ class JudgingMixin(EngineCore):
             return None
         attrs = self.record_commit(eval_event, sha, candidate, new_best=new_best).attrs_dict()
         return Committed(attrs["n"], sha, attrs["attached"], attrs["new_best"])
+
+    def _judged_check(
+        self, eval_event: Event, paths: list[Path]
+    ) -> Callable[[dict[Path, bytes | None]], str | None] | None:
+        """What a commit of ``eval_event``'s candidate must hold: the kernel and knobs whose
+        identity the evaluation recorded (``candidate_sha``), as git staged them. A file changed
+        after the judge read it (a process the agent left running), or changed by git's own
+        filters on the way in (a ``.gitattributes`` of the agent's: ``ident``, ``filter``,
+        ``eol``), would otherwise be committed as verified without ever being judged."""
+        kernel, knobs_path = paths[0], self._workspace.root / KNOBS_FILE
+        judged = eval_event.candidate_sha
+        if not judged:
+            return None  # an evaluation recorded before identities were: nothing to check by
+
+        def check(staged: dict[Path, bytes | None]) -> str | None:
+            source = staged.get(kernel)
+            knobs_bytes = staged.get(knobs_path)
+            try:
+                knobs = None if knobs_bytes is None else parse_knobs(knobs_bytes, self._task)
+            except KernelseekError:
+                knobs = {"unreadable": -1}
+            if source is not None and candidate_sha(source, knobs) == judged:
+                return None
+            return (
+                f"the workspace's {self._kernel_path} (and knobs) as git would commit them are "
+                f"not the candidate the evaluation judged ({judged[:10]}): changed since the "
+                "judge read it, or changed by git's filters (.gitattributes)"
+            )
+
+        return check
 
     def record_commit(
         self,
