@@ -33,6 +33,12 @@ SAFE_CONFIG = (
     "tag.gpgSign=false",
     "-c",
     "core.quotePath=false",
+    # Programs git would run on a status or an add (a file-system monitor) or a diff (an
+    # external diff): none, whatever a configuration says.
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "diff.external=",
 )
 
 # Variables that would point git somewhere other than the working directory we pass.
@@ -124,12 +130,13 @@ def toplevel(path: Path) -> Path | None:
     return Path(proc.stdout.strip()).resolve()
 
 
-def resolve_commit(rev: str, cwd: Path) -> str | None:
+def resolve_commit(rev: str, cwd: Path, *, env: dict[str, str] | None = None) -> str | None:
     """The full sha of the commit ``rev`` names, or None when it names none."""
     # A leading dash would be read as an option; no rev a user means starts with one.
     if not rev or rev.startswith("-"):
         return None
-    proc = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd, check=False)
+    verify = ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"]
+    proc = git(verify, cwd, check=False, env=env)
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
@@ -139,11 +146,21 @@ def ref_exists(ref: str, cwd: Path) -> bool:
     return proc.returncode == 0
 
 
-def git_bytes(args: Sequence[str], cwd: Path, *, input: bytes | None = None) -> bytes:
+def git_bytes(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+) -> bytes:
     """Run git for raw bytes (file contents), raising like :func:`git` on failure."""
     try:
         proc = subprocess.run(
-            ["git", *SAFE_CONFIG, *args], cwd=cwd, input=input, capture_output=True, env=git_env()
+            ["git", *SAFE_CONFIG, *args],
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            env=git_env(env),
         )
     except FileNotFoundError as exc:
         raise KernelseekError("git is not installed or not on PATH") from exc

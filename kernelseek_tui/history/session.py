@@ -84,6 +84,7 @@ class SessionHistory:
         self._repo = repo
         self._session_id = session_id
         self._worktree = worktree
+        self._worktree_git_dir: Path | None = None  # found when first needed (_in_worktree)
         self._base_sha = base_sha
         self._task_subdir = task_subdir
 
@@ -252,13 +253,18 @@ class SessionHistory:
         self._require_on_branch()
         specs = [self._pathspec(path) for path in paths]
         if specs:
-            git(["add", "--all", "--", *specs], self._worktree)
+            git(["add", "--all", "--", *specs], self._worktree, env=self._in_worktree())
         if check_staged is not None:
             why = check_staged(
                 {path: self._staged(spec) for path, spec in zip(paths, specs, strict=True)}
             )
             if why is not None:
-                git(["reset", "--quiet", "--", *specs], self._worktree, check=False)
+                git(
+                    ["reset", "--quiet", "--", *specs],
+                    self._worktree,
+                    check=False,
+                    env=self._in_worktree(),
+                )
                 raise KernelseekError(why)
         if not self._changed(specs):
             tip = self.head_sha()
@@ -273,14 +279,17 @@ class SessionHistory:
             new_best=new_best,
         )
         commit = ["commit", "--quiet", "--no-verify", "--cleanup=verbatim"]
-        git([*commit, "-F", "-", "--only", "--", *specs], self._worktree, input=text)
-        sha = git_out(["rev-parse", "HEAD"], self._worktree)
+        where = self._in_worktree()
+        git([*commit, "-F", "-", "--only", "--", *specs], self._worktree, input=text, env=where)
+        sha = git_out(["rev-parse", "HEAD"], self._worktree, env=where)
         self._add_note(sha, result)
         return sha
 
     def _staged(self, spec: str) -> bytes | None:
         """The bytes git has staged at ``spec`` (a worktree pathspec), None where none."""
-        listed = git_bytes(["ls-files", "--stage", "-z", "--", spec], self._worktree)
+        listed = git_bytes(
+            ["ls-files", "--stage", "-z", "--", spec], self._worktree, env=self._in_worktree()
+        )
         entry = listed.split(b"\0")[0]
         if not entry:
             return None
@@ -344,8 +353,10 @@ class SessionHistory:
 
     def resolve(self, rev: str) -> str:
         """The full sha of the commit ``rev`` names (``HEAD`` is the session's tip)."""
-        cwd = self._worktree if self._worktree.is_dir() else self._repo
-        sha = resolve_commit(rev, cwd)
+        if self._worktree.is_dir():
+            sha = resolve_commit(rev, self._worktree, env=self._in_worktree())
+        else:
+            sha = resolve_commit(rev, self._repo)
         if sha is None:
             raise KernelseekError(f"{rev!r} names no commit in {self._repo}")
         return sha
@@ -472,7 +483,12 @@ class SessionHistory:
         return f":(literal){rel.as_posix()}"
 
     def _require_on_branch(self) -> None:
-        proc = git(["symbolic-ref", "--quiet", "HEAD"], self._worktree, check=False)
+        proc = git(
+            ["symbolic-ref", "--quiet", "HEAD"],
+            self._worktree,
+            check=False,
+            env=self._in_worktree(),
+        )
         if proc.stdout.strip() != f"refs/heads/{self.branch}":
             raise KernelseekError(
                 f"the session worktree {self._worktree} is not on branch {self.branch}"
@@ -498,8 +514,20 @@ class SessionHistory:
         if not specs:
             return False
         diff = ["diff", "--cached", "--quiet", "HEAD", "--", *specs]
-        proc = git(diff, self._worktree, check=False)
+        proc = git(diff, self._worktree, check=False, env=self._in_worktree())
         return proc.returncode != 0
+
+    def _in_worktree(self) -> dict[str, str]:
+        """The environment of a git call in the session worktree, its git directory named
+        rather than found through the worktree's ``.git`` file: where the task directory is
+        its repository's root that file is in the agent's workspace, and a ``.git`` pointing
+        at a git directory of the agent's making (its configuration naming a program for git
+        to run, ``core.fsmonitor`` say) would run that program outside the agent's shell's
+        confinement (a review, 2026-12-07 late). Found once, from the repository's own list of
+        its worktrees."""
+        if self._worktree_git_dir is None:
+            self._worktree_git_dir = _worktree_git_dir(self._repo, self._worktree)
+        return {"GIT_DIR": str(self._worktree_git_dir), "GIT_WORK_TREE": str(self._worktree)}
 
 
 def _require_verified(result: EvalResult, seq: int) -> None:
@@ -632,3 +660,19 @@ def _attach_worktree(repo: Path, branch: str, wanted: Path) -> Path:
 def git_blob_sha(data: bytes) -> str:
     """The sha git gives a blob with these bytes (what ``git hash-object`` prints)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _worktree_git_dir(repo: Path, worktree: Path) -> Path:
+    """The git directory git keeps for ``worktree`` (``<common>/worktrees/<name>``), found from
+    the repository's side: the one whose ``gitdir`` file names ``worktree``'s ``.git``."""
+    common = Path(git_out(["rev-parse", "--git-common-dir"], repo))
+    common = common if common.is_absolute() else (repo / common)
+    wanted = (worktree / ".git").resolve()
+    for admin in sorted((common / "worktrees").glob("*")):
+        try:
+            named = Path((admin / "gitdir").read_text().strip())
+        except OSError:
+            continue
+        if named.resolve() == wanted:
+            return admin.resolve()
+    raise KernelseekError(f"{repo} lists no worktree at {worktree}")
