@@ -194,3 +194,40 @@ def test_the_sessions_best_follows_the_paired_verdicts_not_the_highest_figure() 
     # Judged unpaired (no paired figure), the highest verified figure, as before.
     unpaired = [objective_eval(1, 1.089, new_best=True), objective_eval(2, 1.100, new_best=False)]
     assert SessionState.from_events(unpaired).best_speedup == 1.100
+
+
+class OverTheStart:
+    """Gives each candidate a paired figure over the starting kernel (as the judge does with
+    KERNELSEEK_BASELINE=in-turn and nothing else paired): 3.0x, then 1.5x."""
+
+    def __init__(self) -> None:
+        self.speeds = [3.0, 1.5]
+
+    def __call__(self, source, sets, *, knobs=None):
+        from tests.test_session_support import make_result
+
+        speed = self.speeds.pop(0)
+        result = make_result(speed)
+        result.summary.paired_speedup, result.summary.paired_spread = speed, 0.01
+        return result
+
+
+def test_a_paired_figure_the_session_did_not_ask_for_is_no_verdict_over_its_best(
+    tmp_path: Path,
+) -> None:
+    """A review (2026-12-07, late): with the starting kernel paired in the best's place, a
+    candidate twice as slow as the best was a paired new best and the session's best fell from
+    3.0 to 1.5. The engine takes a paired verdict only where it asked to pair with its best."""
+    from kernelseek_tui.session.engine import Engine
+    from tests.test_session_support import ScriptedAgent, edit_step, session_config
+
+    task_dir = make_task_repo(tmp_path / "user")
+    config = session_config(task_dir, tmp_path / "traces", paired_timing=False)
+    engine = Engine.start(config, evaluator=OverTheStart())
+    steps = [edit_step("a"), ("tool", "evaluate", {}), edit_step("b"), ("tool", "evaluate", {})]
+    engine.run(ScriptedAgent(steps))
+    evals = [e for e in read_events(engine.session_dir) if e.kind == "eval"]
+    assert [e.attrs_dict()["new_best"] for e in evals] == [True, False]
+    assert [e.attrs_dict()["judged_paired"] for e in evals] == [False, False]
+    assert engine.state.best_speedup == pytest.approx(3.0)
+    assert SessionState.from_events(read_events(engine.session_dir)).best_speedup == 3.0

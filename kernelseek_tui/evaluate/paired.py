@@ -187,4 +187,8 @@ def eval_paired_new_best(attrs: Mapping[str, Any]) -> bool | None:
     new_best = attrs.get("new_best")
     if summary_paired(attrs.get("summary")) is None or not isinstance(new_best, bool):
         return None
+    # Since 2026-12-07 late the engine says whether it judged paired: a paired figure over the
+    # starting kernel (timed in turn, nothing else paired) is no verdict over the best.
+    if attrs.get("judged_paired") is False:
+        return None
     return new_best

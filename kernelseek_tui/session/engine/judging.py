@@ -72,7 +72,9 @@ class JudgingMixin(EngineCore):
         if self.gpus:
             self.note_gpu(result)
         extra = {"slot_device": self.gpus[0]} if self.gpus else None
-        return self.record_evaluation(call, request, result, extra=extra)
+        return self.record_evaluation(
+            call, request, result, extra=extra, paired_with_best=pair_with is not None
+        )
 
     def paired_best(self) -> PairedKernel | None:
         """Where the session pairs (``pairs_with_best``: by default wherever its evaluator
@@ -178,8 +180,12 @@ class JudgingMixin(EngineCore):
         *,
         duration_ms: float | None = None,
         extra: dict[str, Any] | None = None,
+        paired_with_best: bool = False,
     ) -> tuple[ToolOutcome, DecisionMoment | None]:
-        """The ``eval`` event of ``call``'s result, the commit it earns, the agent's text."""
+        """The ``eval`` event of ``call``'s result, the commit it earns, the agent's text.
+        ``paired_with_best``: the evaluation was asked to pair with the session's best; only
+        then is a paired figure the verdict's (one over anything else, the starting kernel
+        timed in turn, say, is not over the best)."""
         knobs, objective, what = request.knobs, request.objective, request.what
         verified = result.verified
         speedup = evaluation.finite_or_none(result.summary.geomean_speedup)
@@ -191,8 +197,10 @@ class JudgingMixin(EngineCore):
         margin = self.decision_config.new_best_margin  # without measured noise only
         # Timed interleaved with the best so far, the candidate is judged against it directly
         # (the gain outside the spread of that same run); otherwise against the best's figure.
-        paired_speedup = evaluation.finite_or_none(result.summary.paired_speedup)
-        paired_spread = evaluation.finite_or_none(result.summary.paired_spread)
+        paired_speedup = paired_spread = None
+        if paired_with_best:
+            paired_speedup = evaluation.finite_or_none(result.summary.paired_speedup)
+            paired_spread = evaluation.finite_or_none(result.summary.paired_spread)
         paired_verdict: bool | None = None  # the new-best verdict where judged paired
         if paired_speedup is not None and paired_spread is not None:
             new_best = will_commit and is_new_best_paired(paired_speedup, paired_spread)
@@ -236,6 +244,9 @@ class JudgingMixin(EngineCore):
                 "knobs": knobs,
                 "will_commit": will_commit,
                 "new_best": new_best,
+                # Whether the verdict was the paired rule's (a paired figure over the best):
+                # a reader replaying the session must not take one over anything else for it.
+                "judged_paired": paired_verdict is not None,
                 "result_file": result_file,
                 "tool_call_id": call.tool_call_id,
                 **(extra or {}),

@@ -119,6 +119,7 @@ class PublicEngine(Protocol):
         *,
         duration_ms: float | None = None,
         extra: dict[str, Any] | None = None,
+        paired_with_best: bool = False,
     ) -> tuple[ToolOutcome, DecisionMoment | None]:
         """The ``eval`` event of ``call``'s result, the commit it earns, the agent's text."""
         ...
