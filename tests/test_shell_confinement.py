@@ -6,6 +6,7 @@ a C++ compiler and Landlock for the confined cases (skipped, with the reason, wi
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -71,6 +72,44 @@ def test_the_shell_writes_in_its_workspace_and_tmpdir_and_nowhere_else(tmp_path:
     # It still reads anything, builds and runs programs.
     assert "the starting kernel" in _run(confinement, f"cat {outside}/baseline.cu").text
     assert not _run(confinement, "python3 -c 'print(6 * 7)' | grep 42").is_error
+
+
+def test_the_shell_cannot_write_a_terminal_nor_reach_a_local_server(tmp_path: Path) -> None:
+    """A review (2026-12-07, late): with every /dev entry writable, TIOCSTI on a person's
+    terminal typed into the attached app; and the served app takes keystrokes from any local
+    websocket. Only the GPU's and the harmless device files, and only Nsight Compute's ports."""
+    confinement = _confined(tmp_path)
+    leader, follower = os.openpty()  # a terminal of "a person's", outside the shell
+    try:
+        terminal = os.ttyname(follower)
+        written = _run(confinement, f"echo x > {terminal}")
+        assert written.is_error and "Permission denied" in written.text
+        assert not run_shell(f"echo x > {terminal}", tmp_path).is_error  # unconfined, it can
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert not _run(
+        confinement, "echo x > /dev/null && head -c 4 /dev/urandom > /dev/null"
+    ).is_error
+    if _landlock_abi() < 4:
+        pytest.skip("Landlock before ABI 4 does not handle TCP")
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    try:
+        reach = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\""
+        refused = _run(confinement, reach)
+        assert refused.is_error and "Permission denied" in refused.text
+    finally:
+        server.close()
+    profiler = (
+        "python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', 49201)); "
+        "s.listen(); socket.create_connection(('127.0.0.1', 49201))\""
+    )
+    assert not _run(confinement, profiler).is_error
 
 
 def test_the_shell_cannot_signal_processes_outside_it(tmp_path: Path) -> None:

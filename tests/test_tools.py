@@ -155,6 +155,18 @@ def test_shell_timeout_kills_the_whole_process_group(ws: Workspace, tmp_path: Pa
     assert not marker.exists(), "a child of the command outlived the timeout"
 
 
+def test_what_a_command_leaves_running_in_the_background_ends_with_it(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """A process left behind could change the workspace while the judge reads it (a review,
+    2026-12-07 late): the command's whole group is killed when it returns."""
+    marker = tmp_path / "left-behind"
+    outcome = run_shell(f"(sleep 1; touch {marker}) & echo started", ws.root)
+    assert not outcome.is_error and "started" in outcome.text
+    time.sleep(1.4)
+    assert not marker.exists(), "a background child outlived its command"
+
+
 def test_shell_output_is_capped_keeping_head_and_tail(ws: Workspace) -> None:
     outcome = run_shell("seq 1 100000", ws.root, output_chars=1000)
     assert len(outcome.text) < 1200

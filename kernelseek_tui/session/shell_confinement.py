@@ -67,8 +67,9 @@ class ShellConfinement:
             return made
         made.prefix = prefix
         made.said = (
-            f"Landlock: writes only under the workspace, {made.scratch} (TMPDIR) and /dev's "
-            "device files (and, on Linux 6.12 or later, no signal to the judge's processes)"
+            f"Landlock: writes only under the workspace, {made.scratch} (TMPDIR), the GPU's "
+            "device files and /dev's harmless ones; TCP only on Nsight Compute's ports (Linux "
+            "6.7 or later); no signal to the judge's processes (Linux 6.12 or later)"
         )
         return made
 

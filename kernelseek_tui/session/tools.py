@@ -110,8 +110,9 @@ TOOL_SPECS: Final = (
     ToolSpec(
         "run_shell",
         "Run a bash command in the workspace. It has a time limit and its output is cut to a "
-        "maximum size; no API keys or tokens are in its environment. Where the machine allows, "
-        "it may write only in the workspace and in $TMPDIR.",
+        "maximum size; no API keys or tokens are in its environment; what it starts in the "
+        "background ends with it. Where the machine allows, it may write only in the workspace "
+        "and in $TMPDIR, and has no network.",
         _schema(
             {
                 "command": {"type": "string"},
@@ -339,9 +340,13 @@ def run_shell(
             process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        # What the command left running in its group ends with it (a timeout's whole group
+        # too): a process left behind could change the workspace while the judge reads it, or
+        # put work on the GPU while the judge times (a review, 2026-12-07 late). One that left
+        # the group (setsid) is not reached.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
         text = _read_capped(out, output_chars)
     seconds = time.monotonic() - started
     if timed_out:
