@@ -122,3 +122,38 @@ def test_a_best_exported_for_pairing_and_changed_on_disk_is_exported_again(
     assert second is not None and second.source.read_text() == committed
     errors = [e for e in read_events(engine.session_dir) if e.kind == "error"]
     assert any("had changed on disk" in (e.text or "") for e in errors)
+
+
+def test_a_change_before_the_first_evaluation_or_across_a_resume_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review (2026-12-07, late): the fingerprint was taken when the evaluator was first
+    made, at the first evaluation, so a spin appended to the starting kernel before it was the
+    reference for the whole session. The task's files are now compared with the session's start
+    commit, from the engine's start and across a resume."""
+    from kernelseek_tui.session.engine import Engine
+    from tests.test_session_support import ScriptedAgent, edit_step, session_config
+
+    monkeypatch.setattr(api, "evaluate", lambda task, source, **kw: make_result(1.5))
+    task_dir = make_task_repo(tmp_path / "user")
+    config = session_config(task_dir, tmp_path / "traces", evaluator=None, confine_shell=False)
+    engine = Engine.start(config)
+    spin = {"command": f"echo '// spin' >> {task_dir}/baseline.cu"}
+    agent = ScriptedAgent([("tool", "run_shell", spin), edit_step("a"), ("tool", "evaluate", {})])
+    engine.run(agent)
+    refused = agent.outcomes[2]
+    assert refused.is_error and "baseline.cu" in refused.text and "was not made" in refused.text
+    assert engine.history.candidates() == []
+    # Undone, but the tolerance widened before a resume: the resumed session refuses too.
+    (task_dir / "baseline.cu").write_text((FLASH / "baseline.cu").read_text())
+    toml = (task_dir / "task.toml").read_text()
+    (task_dir / "task.toml").write_text(toml + "\n# wider\n")
+    steps = [*agent.steps, ("tool", "evaluate", {})]
+    again = ScriptedAgent(steps)
+    Engine.resume(engine.session_dir).run(again)
+    assert again.outcomes[-1].is_error and "task.toml" in again.outcomes[-1].text
+    # Both undone: it goes on.
+    (task_dir / "task.toml").write_text(toml)
+    resumed = Engine.resume(engine.session_dir)
+    resumed.run(ScriptedAgent([*steps, ("tool", "evaluate", {})]))
+    assert len(resumed.history.candidates()) == 1

@@ -441,6 +441,16 @@ class SessionHistory:
                 changed.append(path)
         return changed
 
+    def task_blobs(self, rev: str) -> dict[str, str]:
+        """The task directory's regular files in commit ``rev``: their paths relative to the
+        task directory, each with its blob sha."""
+        prefix = "" if self._task_subdir in ("", ".") else self._task_subdir.rstrip("/") + "/"
+        return {
+            path[len(prefix) :]: blob
+            for mode, blob, path in self._task_blobs(rev)
+            if mode != "120000" and path.startswith(prefix)
+        }
+
     def _task_blobs(self, rev: str) -> list[tuple[str, str, str]]:
         """(mode, blob sha, path) of every file of the task directory in commit ``rev``."""
         sha = self.resolve(rev)

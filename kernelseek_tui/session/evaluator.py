@@ -64,11 +64,15 @@ class TaskEvaluator:
         progress: Callable[[str, int, int], None] | None = None,
         prestart_next: bool = False,
         guard_files: bool = True,
+        judge_files: JudgeFiles | None = None,
     ) -> None:
-        """``guard_files``: fingerprint the judge's files now and refuse (or void) every
-        evaluation while they differ (session/judge_files.py)."""
+        """``guard_files``: refuse (or void) every evaluation while the judge's files differ
+        from ``judge_files`` (session/judge_files.py; a session takes them when its engine
+        starts), or where none are given, from what they are now."""
         self.task = task
-        self.judge_files = JudgeFiles.take(judge_paths(task)) if guard_files else None
+        self.judge_files = None
+        if guard_files:
+            self.judge_files = judge_files or JudgeFiles.take(judge_paths(task))
         self.device = device
         self.compare = compare
         self.timeout_s = timeout_s

@@ -21,10 +21,13 @@ agent's shell and the judge's files").
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import kernelseek_tui
+from kernelseek_tui.history.git import SAFE_CONFIG, git_env
+from kernelseek_tui.history.session import SessionHistory, git_blob_sha
 from kernelseek_tui.task import Task
 
 # The judge's own files: what a worker imports, compiles or reads.
@@ -50,10 +53,40 @@ def judge_paths(task: Task, package: Path | None = None) -> list[Path]:
 
 
 def _digest(path: Path) -> str:
+    """``path``'s content as "sha256:<hex>"; "gone" where there is no such file."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        data = path.read_bytes()
     except FileNotFoundError:
         return _GONE
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _as_git_would_store(paths: list[Path]) -> dict[Path, str]:
+    """Each file's blob sha as git would store it from where it lies ("git:<hex>"): through
+    the repository's filters (a ``.gitattributes`` that converts line endings, say), so that a
+    file unchanged since the start commit reads the same; "gone" where there is no such file."""
+    found = {p: _GONE for p in paths if not p.is_file()}
+    present = [p for p in paths if p not in found]
+    if not present:
+        return found
+    try:
+        done = subprocess.run(
+            ["git", *SAFE_CONFIG, "hash-object", "--stdin-paths"],
+            cwd=present[0].parent,
+            env=git_env(),
+            input="".join(f"{p}\n" for p in present),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        shas = done.stdout.split() if done.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError):
+        shas = []
+    if len(shas) != len(present):  # no git: the bytes as they are
+        shas = [git_blob_sha(p.read_bytes()) for p in present]
+    found.update({p: f"git:{sha}" for p, sha in zip(present, shas, strict=True)})
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +96,19 @@ class JudgeFiles:
     digests: dict[Path, str]
 
     @classmethod
-    def take(cls, paths: list[Path]) -> JudgeFiles:
-        return cls({path: _digest(path) for path in paths})
+    def take(cls, paths: list[Path], start: dict[Path, str] | None = None) -> JudgeFiles:
+        """The files at ``paths`` as they are now, or where ``start`` names a file, as the
+        session's start commit holds it (its git blob sha): a change made before the
+        fingerprint was taken, or before a resume, still shows."""
+        start = start or {}
+        return cls({p: f"git:{start[p]}" if p in start else _digest(p) for p in paths})
 
     def changed(self) -> list[Path]:
         """The files whose content is not what it was (removed ones included), in order."""
-        return [path for path, digest in self.digests.items() if _digest(path) != digest]
+        in_git = [p for p, digest in self.digests.items() if digest.startswith("git:")]
+        now = _as_git_would_store(in_git)
+        now.update({p: _digest(p) for p, d in self.digests.items() if not d.startswith("git:")})
+        return [path for path, digest in self.digests.items() if now[path] != digest]
 
     def check(self, when: str) -> None:
         """Raise ``JudgeFilesChanged`` naming what changed, if anything did; ``when`` says
@@ -90,3 +130,20 @@ class JudgeFilesChanged(Exception):
             "They are outside the workspace and no evaluation is made while they differ; "
             "restore them (git checkout or git restore in their repository) to go on"
         )
+
+
+def session_judge_files(task: Task, history: SessionHistory) -> JudgeFiles:
+    """The judge's files for a session of ``task``: the task's own as the session's start
+    commit holds them (where it holds them: the task directory's copy at the start), the
+    judge's package as it is on disk now. Taken when the engine starts or resumes, before the
+    agent's first turn."""
+    blobs = history.task_blobs(history.base_sha)
+    start = {}
+    for path in judge_paths(task):
+        try:
+            relative = path.relative_to(task.dir.resolve()).as_posix()
+        except ValueError:
+            continue  # the package's
+        if relative in blobs:
+            start[path] = blobs[relative]
+    return JudgeFiles.take(judge_paths(task), start)

@@ -30,6 +30,7 @@ from kernelseek_tui.paths import SessionPaths
 from kernelseek_tui.session.config import SessionConfig
 from kernelseek_tui.session.evaluator import Evaluator, TaskEvaluator, load_evaluator_factory
 from kernelseek_tui.session.inbox import InboxCommand, InboxReader
+from kernelseek_tui.session.judge_files import session_judge_files
 from kernelseek_tui.session.meta import SessionMeta, write_meta
 from kernelseek_tui.session.questions import QuestionDesk
 from kernelseek_tui.session.shell_confinement import ShellConfinement
@@ -73,6 +74,9 @@ class EngineCore:
         self._task = task
         self.paths = SessionPaths(config.session_dir)
         self._workspace = Workspace(history.task_dir)
+        # The judge's files as the session's start commit holds them (the package's as they
+        # are now), before the agent's first turn (session/judge_files.py).
+        self._judge_files = session_judge_files(task, history)
         self._kernel_path = task.source.relative_to(task.dir).as_posix()
         # A list is one evaluator per GPU (tests stand in for several GPUs that way).
         self._evaluator: Evaluator | None = None
@@ -212,7 +216,9 @@ class EngineCore:
         if self.config.evaluator:
             return load_evaluator_factory(self.config.evaluator)(self._task, **options)
         # A session's evaluations come one after another: each leaves the next one's worker ready.
-        return TaskEvaluator(self._task, **{"prestart_next": True, **options})
+        return TaskEvaluator(
+            self._task, **{"prestart_next": True, "judge_files": self._judge_files, **options}
+        )
 
     def _name_slots(self, given: list[Evaluator]) -> dict[str, Evaluator]:
         names = list(self.config.gpus or [])
