@@ -157,3 +157,29 @@ def test_a_change_before_the_first_evaluation_or_across_a_resume_is_refused(
     resumed = Engine.resume(engine.session_dir)
     resumed.run(ScriptedAgent([*steps, ("tool", "evaluate", {})]))
     assert len(resumed.history.candidates()) == 1
+
+
+class AddingKnobs(PairedStandIn):
+    """After its first paired call, adds a knobs.json the commit does not hold to the exported
+    best (the slowest knobs, say): the next call must pair with the commit as it is."""
+
+    def __call__(self, source, sets, *, knobs=None, pair_with=None):
+        result = super().__call__(source, sets, knobs=knobs, pair_with=pair_with)
+        if pair_with is not None and len(self.paired) == 1:
+            added = pair_with.source.parent / "knobs.json"
+            added.write_text('{"knobs": {"BLOCK_M": 64, "BLOCK_N": 64}}\n')
+        return result
+
+
+def test_a_file_added_to_the_exported_best_is_seen(tmp_path: Path) -> None:
+    from tests.test_agent_tuner import tune
+
+    evaluator = AddingKnobs(top_spread=0.001)
+    engine = tune(
+        make_task_repo(tmp_path / "user"), tmp_path / "traces", evaluator, paired_timing=True
+    )
+    second = evaluator.paired[1]
+    assert second is not None and second.knobs is None  # the start commit has no knobs.json
+    assert not (second.source.parent / "knobs.json").exists()
+    errors = [e.text or "" for e in read_events(engine.session_dir) if e.kind == "error"]
+    assert any("had changed on disk" in text and "knobs.json" in text for text in errors)

@@ -427,9 +427,20 @@ class SessionHistory:
 
     def export_changed(self, rev: str, dest: Path) -> list[str]:
         """The files of an ``export_task(rev, dest)`` whose content on disk is no longer the
-        commit's (removed ones included), as paths under ``dest``; links are not compared."""
-        changed = []
-        for mode, blob, path in self._task_blobs(rev):
+        commit's (removed ones included), and files there the commit does not hold (a
+        ``knobs.json`` added, say), as paths under ``dest``; links are not compared."""
+        entries = self._task_blobs(rev)
+        held = {path for _, _, path in entries}
+        task = dest / self._task_subdir
+        added = sorted(
+            found.relative_to(dest).as_posix()
+            for found in (task.rglob("*") if task.is_dir() else [])
+            if not found.is_dir()
+            and found.relative_to(dest).as_posix() not in held
+            and found.relative_to(dest).as_posix() not in _EXPORT_MARKERS
+        )
+        changed = added
+        for mode, blob, path in entries:
             if mode == "120000":
                 continue
             try:
@@ -670,6 +681,11 @@ def _attach_worktree(repo: Path, branch: str, wanted: Path) -> Path:
 def git_blob_sha(data: bytes) -> str:
     """The sha git gives a blob with these bytes (what ``git hash-object`` prints)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+# Files a caller of export_task keeps beside the export (the session's "written once the
+# export is whole" marker): not the commit's, and not an added file.
+_EXPORT_MARKERS = frozenset({".exported"})
 
 
 def _worktree_git_dir(repo: Path, worktree: Path) -> Path:
