@@ -9,6 +9,7 @@ none is started (one named already, KERNELSEEK_MPS=off, no control program), sai
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -189,6 +190,31 @@ def test_a_daemon_ended_by_a_quit_not_the_judges_is_seen_and_started_again(
         assert log_of(control).count("quit") == quits
         assert not mps.daemon_gone() and mps.processes() and mps.processes() != second
     finally:
+        mps.stop()
+
+
+def test_a_decoy_that_takes_the_daemons_name_keeps_nothing_alive(tmp_path: Path) -> None:
+    """A review (2026-12-07, late): a process named as MPS's, with the judge's pipe directory
+    in its environment, kept ``daemon_gone`` False after a ``quit`` and passed as the judge's
+    own. The daemon is known by its pid and start time now."""
+    control = stand_in_daemon(tmp_path)
+    mps = PrivateMps(str(control), stop_timeout_s=3)
+    environment = mps.start()
+    decoy_program = tmp_path / "nvidia-cuda-mps-server"
+    shutil.copy("/bin/sleep", decoy_program)
+    decoy = subprocess.Popen([str(decoy_program), "30"], env={**os.environ, **environment})
+    try:
+        assert wait_for(lambda: decoy.pid in mps.processes())
+        assert decoy.pid not in mps.own_processes() and mps.own_processes()
+        subprocess.run(
+            [str(control)], input="quit\n", text=True, env={**os.environ, **environment},
+            check=True, timeout=10,
+        )  # fmt: skip
+        assert wait_for(mps.daemon_gone), "the decoy kept the daemon 'alive'"
+        assert decoy.pid in mps.processes() and mps.own_processes() == []
+    finally:
+        decoy.kill()
+        decoy.wait()
         mps.stop()
 
 

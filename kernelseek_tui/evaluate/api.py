@@ -726,7 +726,7 @@ def _check_mps_settings(server: PrivateMps, key: SpareKey, result: EvalResult) -
 
 def _mps_processes(mps: MpsChoice | None) -> set[int]:
     """The judge's own MPS processes: they hold the GPU's context for our clients."""
-    return set(mps.server.processes()) if mps is not None and mps.server is not None else set()
+    return set(mps.server.own_processes()) if mps is not None and mps.server is not None else set()
 
 
 def _scenario_from(raw: dict[str, Any]) -> ScenarioResult:

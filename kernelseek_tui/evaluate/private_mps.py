@@ -76,8 +76,9 @@ class PrivateMps:
         self._root: Path | None = None
         self._daemon_up = False
         self._settings: tuple[float, dict[int, float]] | None = None
-        # Whether the daemon's process was seen once started (``daemon_gone`` needs it).
-        self._seen_running = False
+        # The daemon's process as seen once started, as {pid: start time} (``daemon_gone``
+        # and ``own_processes`` know it by that, not by its name, which any process can take).
+        self._daemon_ids: dict[int, str] = {}
 
     @property
     def running(self) -> bool:
@@ -128,31 +129,58 @@ class PrivateMps:
             self._forget()
             raise MpsError(f"{self.control} -d failed ({started.returncode}): {text}")
         self._daemon_up = True
-        self._seen_running = self._wait_for_processes(_SEEN_WITHIN_S)
+        self._daemon_ids = self._identities(self._wait_for_processes(_SEEN_WITHIN_S))
         self._settings = self._shares()  # a fresh daemon's: what every later answer must match
         return self.environment()
 
     def daemon_gone(self) -> bool:
-        """Whether the daemon started here has ended without the judge asking: its process was
-        seen once it started, and no MPS process of this pipe directory is left. False where
-        none was seen then (a /proc that does not show them): never a guess.
+        """Whether the daemon started here has ended without the judge asking: its process,
+        known by its pid and start time, was seen once it started and is no longer running.
+        False where none was seen then (a /proc that does not show them): never a guess.
 
-        Why asked: a kernel's process can reach the control daemon's socket (``share_settings``
-        says why) and send it ``quit``. The daemon then ends once its clients are done, and the
-        next evaluation's processes, given this pipe directory, would find no server: each timed
-        call would then carry the switching between two contexts (about 290 us on an H100),
-        while the result still said it had a private MPS server."""
-        return self._daemon_up and self._seen_running and not self.processes()
+        Why asked: a kernel's process (or the agent's shell) can reach the control daemon's
+        socket (``share_settings`` says why) and send it ``quit``. The daemon then ends once
+        its clients are done, and the next evaluation's processes, given this pipe directory,
+        would find no server: each timed call would then carry the switching between two
+        contexts (about 290 us on an H100), while the result still said it had a private MPS
+        server."""
+        if not self._daemon_up or not self._daemon_ids:
+            return False
+        return self._identities(list(self._daemon_ids)) != self._daemon_ids
 
-    def _wait_for_processes(self, within_s: float) -> bool:
-        """Whether an MPS process of this pipe directory shows within ``within_s`` seconds (the
-        daemon forks as ``-d`` returns; its child may take a moment to show in /proc)."""
+    def own_processes(self) -> list[int]:
+        """The daemon this object started and the servers it started (their parent): not any
+        process that only takes an MPS name and this pipe directory (a review, 2026-12-07 late:
+        a decoy so named kept the daemon "running" after a ``quit``, and a GPU hog so named
+        passed as the judge's own in the check of the GPU's other processes)."""
+        daemons = {pid for pid in self._identities(list(self._daemon_ids))}
+        own = []
+        for pid in self.processes():
+            fields = stat_fields(pid, self._proc)
+            if pid in daemons or (
+                fields is not None and fields[1].isdigit() and int(fields[1]) in daemons
+            ):
+                own.append(pid)
+        return own
+
+    def _identities(self, pids: list[int]) -> dict[int, str]:
+        """{pid: start time} of those of ``pids`` still running (a pid reused later by another
+        process has another start time)."""
+        found = {}
+        for pid in pids:
+            fields = stat_fields(pid, self._proc)
+            if fields is not None and fields[0] != "Z":
+                found[pid] = fields[19]
+        return found
+
+    def _wait_for_processes(self, within_s: float) -> list[int]:
+        """The MPS processes of this pipe directory once any shows, within ``within_s`` seconds
+        (the daemon forks as ``-d`` returns; its child may take a moment to show in /proc)."""
         deadline = time.monotonic() + within_s
         while True:
-            if self.processes():
-                return True
-            if time.monotonic() >= deadline:
-                return False
+            found = self.processes()
+            if found or time.monotonic() >= deadline:
+                return found
             time.sleep(0.02)
 
     def share_settings(self) -> str | None:
@@ -298,7 +326,8 @@ class PrivateMps:
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
         self._root = None
-        self._daemon_up = self._seen_running = False
+        self._daemon_up = False
+        self._daemon_ids = {}
 
 
 def _number(answer: str | None) -> float | None:
