@@ -88,7 +88,10 @@ TIMELINE = (
 )
 DEFAULT_STALL_TIMEOUT_S = 180.0
 # The worker process; tests stand in scripted workers to exercise the watchdog without a GPU.
-WORKER_COMMAND = [sys.executable, "-m", "kernelseek_tui.evaluate.worker"]
+# -P: the working directory is not put on the worker's module path, so a kernelseek_tui/ (or a
+# cupy.py) in whatever directory the judge was started from cannot stand in for the worker (a
+# review, 2026-12-07 late: the engine's directory is an outside agent's project).
+WORKER_COMMAND = [sys.executable, "-P", "-m", "kernelseek_tui.evaluate.worker"]
 # Workers started ahead of the evaluations that will use them (``prestart_next``).
 SPARES = SpareWorkers()
 # Workers that said "done" and are still exiting (``evaluate.retiring``).
