@@ -183,3 +183,31 @@ def test_a_file_added_to_the_exported_best_is_seen(tmp_path: Path) -> None:
     assert not (second.source.parent / "knobs.json").exists()
     errors = [e.text or "" for e in read_events(engine.session_dir) if e.kind == "error"]
     assert any("had changed on disk" in text and "knobs.json" in text for text in errors)
+
+
+def test_a_resume_refuses_judging_settings_changed_in_session_json(tmp_path: Path) -> None:
+    """A review (2026-12-07, late): a resume took session.json's settings whole, and an agent
+    that could write it set a stand-in evaluator and the quick set as the objective (a 42x "new
+    best"). The trace's start record holds the judging settings now; a resume compares."""
+    import json
+
+    from kernelseek_tui.errors import KernelseekError as Refused
+    from kernelseek_tui.paths import SessionPaths
+    from kernelseek_tui.session.engine import Engine
+    from tests.test_session_support import ScriptedAgent, SequenceEvaluator, session_config
+
+    task_dir = make_task_repo(tmp_path / "user")
+    config = session_config(task_dir, tmp_path / "traces")
+    engine = Engine.start(config, evaluator=SequenceEvaluator([1.0]))
+    engine.run(ScriptedAgent([("tool", "list_files", {})]))
+    meta_file = SessionPaths(engine.session_dir).meta
+    original = meta_file.read_text()
+    data = json.loads(original)
+    data["config"]["objective_sets"] = ["quick"]
+    data["config"]["confine_shell"] = False
+    meta_file.write_text(json.dumps(data))
+    with pytest.raises(Refused, match="objective_sets") as refused:
+        Engine.resume(engine.session_dir, evaluator=SequenceEvaluator([1.0]))
+    assert "confine_shell" in str(refused.value)
+    meta_file.write_text(original)
+    Engine.resume(engine.session_dir, evaluator=SequenceEvaluator([1.0]))  # as it was: resumes

@@ -164,13 +164,14 @@ class Engine(JudgingMixin, AskingMixin):
         data = dict(meta.config)
         if not data:
             raise KernelseekError(f"{session_dir}/session.json has no settings to resume from")
+        events = table_to_events(read_session(session_dir))
+        _check_judging_settings(data, events, session_dir)
         data.update({k: v for k, v in (overrides or {}).items() if v is not None})
         data["traces_root"] = str(session_dir.parent)
         data["session_id"] = meta.session_id
         config = SessionConfig.from_dict(data)
         task = load_task(meta.task_dir, config.source)
         history = SessionHistory.open(Path(meta.repo), meta.session_id)
-        events = table_to_events(read_session(session_dir))
         return cls(
             config=config,
             meta=meta,
@@ -215,6 +216,7 @@ class Engine(JudgingMixin, AskingMixin):
                 "branch": self.history.branch,
                 "questions_mode": self.questions_mode,
                 "tools": [spec.name for spec in self.offered_tools],
+                "judging": judging_settings(self.config.to_dict()),
             },
         )
         reason, detail = "done", f"the {agent.name} agent has nothing more to do"
@@ -450,3 +452,43 @@ class Engine(JudgingMixin, AskingMixin):
         if name == "finish":
             return self._finish(str(args.get("reason") or "")), None
         raise ToolError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
+
+
+# The settings that decide how a candidate is judged or whether the agent is confined: a resume
+# takes them from session.json, a file the agent's user can write (a review, 2026-12-07 late:
+# a stand-in evaluator and the quick set as the objective gave a 42x "new best").
+JUDGING_SETTINGS = (
+    "evaluator",
+    "evaluator_options",
+    "objective_sets",
+    "source",
+    "confine_shell",
+    "paired_timing",
+)
+
+
+def judging_settings(config: dict[str, Any]) -> dict[str, Any]:
+    return {key: config.get(key) for key in JUDGING_SETTINGS}
+
+
+def _check_judging_settings(stored: dict[str, Any], events: list[Event], where: Path) -> None:
+    """Refuse a resume whose session.json holds other judging settings than the trace's record
+    of the session's start (sessions from before that record: nothing to compare). Overrides
+    given to the resume itself are the person's and are applied after."""
+    started = next(
+        (e for e in events if e.kind == "control" and e.attrs_dict().get("action") == "start"),
+        None,
+    )
+    recorded = started.attrs_dict().get("judging") if started is not None else None
+    if not isinstance(recorded, dict):
+        return
+    now = judging_settings(stored)
+    differ = sorted(
+        key for key in JUDGING_SETTINGS if key in recorded and recorded[key] != now[key]
+    )
+    if differ:
+        said = "; ".join(f"{key}: {recorded[key]!r} then, {now[key]!r} now" for key in differ)
+        raise KernelseekError(
+            f"{where}/session.json no longer holds the judging settings the session started "
+            f"with ({said}): not resumed. Put them back, or give them to the resume as options"
+        )
