@@ -98,3 +98,22 @@ def test_causal_blocks_skip_the_keys_no_row_of_theirs_sees(reference_module) -> 
     # Rows 0-29 of 60 queries over 30 keys see nothing: no block for 0-15, 16-31 sees 2 keys.
     assert reference_module._row_blocks(60, 30, True) == [(16, 32, 2), (32, 48, 18), (48, 60, 30)]
     assert reference_module._row_blocks(60, 30, False) == [(0, 60, 30)]
+
+
+def test_a_task_module_is_compiled_from_its_source_never_from_a_pyc_beside_it(
+    tmp_path: Path,
+) -> None:
+    """A review (2026-12-07, late): a ``.pyc`` whose stamp matches the source's size and time
+    was run in the source's place, so a reference could be swapped with its (fingerprinted)
+    source unchanged."""
+    import os
+    import py_compile
+    from importlib.util import cache_from_source
+
+    module = tmp_path / "rigged_reference.py"
+    module.write_text("VALUE = 2\n")
+    stamp = module.stat().st_mtime_ns
+    py_compile.compile(str(module), cfile=cache_from_source(str(module)), doraise=True)
+    module.write_text("VALUE = 1\n")  # the same size
+    os.utime(module, ns=(stamp, stamp))  # and the same time: the pyc's stamp matches
+    assert load_module(module, "rigged_reference_under_test").VALUE == 1

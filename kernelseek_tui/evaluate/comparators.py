@@ -8,7 +8,6 @@ here and nowhere else in the evaluator; a missing torch or peer is reported, nev
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -18,13 +17,18 @@ from typing import Any
 
 
 def load_module(path: Path, name: str) -> ModuleType:
-    """Import a task's Python file (reference or comparators) by path."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
+    """Import a task's Python file (reference or comparators) by path, compiled from its source
+    text: never from a ``.pyc`` beside it, which Python would run in its place wherever the
+    stamp in it matches the source's size and time (a review, 2026-12-07 late: a reference
+    "returning whatever the cheat wants" that way, its source, fingerprinted, unchanged)."""
+    try:
+        source = path.read_bytes()
+    except OSError as error:
+        raise ImportError(f"cannot import {path}: {error}") from None
+    module = ModuleType(name)
+    module.__file__ = str(path)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
     return module
 
 
