@@ -1,5 +1,5 @@
-"""The files the judge reads, fingerprinted when a session's evaluator is made and checked
-around every evaluation.
+"""The files the judge reads, fingerprinted when a session's engine starts or resumes (the
+task's own against the session's start commit) and checked around every evaluation.
 
 Why: the agent's file tools stay inside its workspace, but its shell runs as the user, and an
 agent outside the harness (Claude Code, Codex) has a shell of its own. One line appended to
@@ -13,9 +13,10 @@ What is fingerprinted: the task's ``task.toml``, its starting kernel, its refere
 comparator modules, its scenario files and every ``.py`` beside them (modules they may import);
 and the judge itself, every source file of this package. What is not: the libraries the judge
 and the peers run on (CuPy, torch, FlashAttention-3, the CUDA toolkit), the Python
-environment's start-up files, the cache of the starting kernel's times and git's object store.
-Those need the agent's shell confined, which this does not do (docs/RELIABILITY.md, "The
-agent's shell and the judge's files").
+environment's start-up files, the build cache, the cache of the starting kernel's times and
+git's object store. For the harness's own agent its shell is confined instead
+(session/shell_confinement.py); an outside agent's shell is not the harness's to confine
+(docs/RELIABILITY.md, "The agent's shell and the judge's files").
 """
 
 from __future__ import annotations
