@@ -129,7 +129,7 @@ class PrivateMps:
             self._forget()
             raise MpsError(f"{self.control} -d failed ({started.returncode}): {text}")
         self._daemon_up = True
-        self._daemon_ids = self._identities(self._wait_for_processes(_SEEN_WITHIN_S))
+        self._daemon_ids = self._settled_identities()
         self._settings = self._shares()  # a fresh daemon's: what every later answer must match
         return self.environment()
 
@@ -146,14 +146,21 @@ class PrivateMps:
         server."""
         if not self._daemon_up or not self._daemon_ids:
             return False
-        return self._identities(list(self._daemon_ids)) != self._daemon_ids
+        # None of them left (not "one of them gone": a process caught in the scan at its start
+        # may have been a short-lived child of the daemon's, as the tests' stand-in's are).
+        alive = self._identities(list(self._daemon_ids))
+        return not any(self._daemon_ids[pid] == start for pid, start in alive.items())
 
     def own_processes(self) -> list[int]:
         """The daemon this object started and the servers it started (their parent): not any
         process that only takes an MPS name and this pipe directory (a review, 2026-12-07 late:
         a decoy so named kept the daemon "running" after a ``quit``, and a GPU hog so named
         passed as the judge's own in the check of the GPU's other processes)."""
-        daemons = {pid for pid in self._identities(list(self._daemon_ids))}
+        daemons = {
+            pid
+            for pid, start in self._identities(list(self._daemon_ids)).items()
+            if self._daemon_ids[pid] == start
+        }
         own = []
         for pid in self.processes():
             fields = stat_fields(pid, self._proc)
@@ -172,6 +179,18 @@ class PrivateMps:
             if fields is not None and fields[0] != "Z":
                 found[pid] = fields[19]
         return found
+
+    def _settled_identities(self) -> dict[int, str]:
+        """The daemon's processes once it has started: those seen in two scans a moment apart
+        (a short-lived child of the daemon's, caught by one scan, is not the daemon)."""
+        first = self._wait_for_processes(_SEEN_WITHIN_S)
+        if not first:
+            return {}
+        time.sleep(0.05)
+        before = self._identities(first)
+        now = self._identities(self.processes())
+        kept = {pid: start for pid, start in now.items() if before.get(pid) == start}
+        return kept or now
 
     def _wait_for_processes(self, within_s: float) -> list[int]:
         """The MPS processes of this pipe directory once any shows, within ``within_s`` seconds
