@@ -26,6 +26,13 @@ from tests.test_evaluate_cpu import (
 from tests.test_paired_evaluation import WORKER  # logs its request; 2.0 ms, 2.1 paired, 4.0 first
 
 
+def _best_so_far(tmp_path: Path) -> Path:
+    """A best so far: the starting kernel with a change, in a file of its own."""
+    best = tmp_path / "best.cu"
+    best.write_text((TASK_DIR / "baseline.cu").read_text() + "\n// the best so far\n")
+    return best
+
+
 def _run(loaded, monkeypatch, tmp_path: Path, **kwargs):
     """One evaluation of a changed candidate on the quick set with the stand-in worker, and
     the request it received."""
@@ -84,8 +91,7 @@ def test_beside_a_paired_best_the_starting_kernel_is_timed_in_turn_too(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    best = tmp_path / "best.cu"
-    best.write_text((TASK_DIR / "baseline.cu").read_text() + "\n// the best so far\n")
+    best = _best_so_far(tmp_path)
     result, request = _run(
         task, monkeypatch, tmp_path, start_in_turn=True, pair_with=api.PairedKernel(best)
     )
@@ -129,8 +135,7 @@ def test_without_it_a_paired_best_keeps_the_starting_kernel_timed_first(
     tmp_path: Path,
 ) -> None:
     monkeypatch.delenv(api.BASELINE_VARIABLE, raising=False)
-    best = tmp_path / "best.cu"
-    best.write_text((TASK_DIR / "baseline.cu").read_text() + "\n// the best so far\n")
+    best = _best_so_far(tmp_path)
     result, request = _run(task, monkeypatch, tmp_path, pair_with=api.PairedKernel(best))
     assert request["baseline"] and request["start_in_turn"] is None
     timed = [s for s in result.scenarios if s.ms is not None and s.baseline_ms]

@@ -430,16 +430,14 @@ class SessionHistory:
         commit's (removed ones included), and files there the commit does not hold (a
         ``knobs.json`` added, say), as paths under ``dest``; links are not compared."""
         entries = self._task_blobs(rev)
-        held = {path for _, _, path in entries}
+        held = {path for _, _, path in entries} | _EXPORT_MARKERS
         task = dest / self._task_subdir
-        added = sorted(
+        on_disk = (
             found.relative_to(dest).as_posix()
             for found in (task.rglob("*") if task.is_dir() else [])
             if not found.is_dir()
-            and found.relative_to(dest).as_posix() not in held
-            and found.relative_to(dest).as_posix() not in _EXPORT_MARKERS
         )
-        changed = added
+        changed = sorted(path for path in on_disk if path not in held)
         for mode, blob, path in entries:
             if mode == "120000":
                 continue

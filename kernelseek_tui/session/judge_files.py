@@ -139,12 +139,13 @@ def session_judge_files(task: Task, history: SessionHistory) -> JudgeFiles:
     judge's package as it is on disk now. Taken when the engine starts or resumes, before the
     agent's first turn."""
     blobs = history.task_blobs(history.base_sha)
+    paths = judge_paths(task)
+    task_dir = task.dir.resolve()
     start = {}
-    for path in judge_paths(task):
-        try:
-            relative = path.relative_to(task.dir.resolve()).as_posix()
-        except ValueError:
+    for path in paths:
+        if not path.is_relative_to(task_dir):
             continue  # the package's
+        relative = path.relative_to(task_dir).as_posix()
         if relative in blobs:
             start[path] = blobs[relative]
-    return JudgeFiles.take(judge_paths(task), start)
+    return JudgeFiles.take(paths, start)

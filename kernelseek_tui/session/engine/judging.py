@@ -319,20 +319,22 @@ class JudgingMixin(EngineCore):
         if not judged:
             return None  # an evaluation recorded before identities were: nothing to check by
 
+        refused = (
+            f"the workspace's {self._kernel_path} (and knobs) as git would commit them are "
+            f"not the candidate the evaluation judged ({judged[:10]}): changed since the "
+            "judge read it, or changed by git's filters (.gitattributes)"
+        )
+
         def check(staged: dict[Path, bytes | None]) -> str | None:
             source = staged.get(kernel)
             knobs_bytes = staged.get(knobs_path)
             try:
                 knobs = None if knobs_bytes is None else parse_knobs(knobs_bytes, self._task)
             except KernelseekError:
-                knobs = {"unreadable": -1}
+                return refused  # no knobs it could have been judged with
             if source is not None and candidate_sha(source, knobs) == judged:
                 return None
-            return (
-                f"the workspace's {self._kernel_path} (and knobs) as git would commit them are "
-                f"not the candidate the evaluation judged ({judged[:10]}): changed since the "
-                "judge read it, or changed by git's filters (.gitattributes)"
-            )
+            return refused
 
         return check
 
