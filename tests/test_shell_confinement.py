@@ -95,8 +95,14 @@ def test_the_shell_cannot_write_a_terminal_nor_reach_a_local_server(tmp_path: Pa
         pytest.skip("Landlock before ABI 4 does not handle TCP")
     import socket
 
+    # A server outside the profiler's ports: an ephemeral port (bind to 0) can fall among them
+    # (a CI run, 2026-12-07 23:0x, drew one there and the connection was rightly allowed).
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
+    while 49152 <= server.getsockname()[1] <= 49215:
+        server.close()
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
     server.listen()
     port = server.getsockname()[1]
     try:
